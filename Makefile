@@ -1,0 +1,44 @@
+# Two commands: `make demo` and `make test`. Each builds .venv from the pinned
+# files when it is missing or older than them.
+PYTHON ?= python3.11
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.pinned
+DEMO_DIR ?= runs/demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test install check-python clean
+
+check-python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+	  echo "error: $(PYTHON) not found. mtf_synthesizer needs CPython 3.11" \
+	       "(TensorFlow 2.15, the last with tf.estimator that mesh-tensorflow" \
+	       "needs, has no wheels for 3.12+). Install 3.11 or run" \
+	       "'make PYTHON=/path/to/python3.11 ...'." >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
+	  echo "error: $(PYTHON) is Python `$(PYTHON) -c 'import sys;print(sys.version.split()[0])'`;" \
+	       "mtf_synthesizer needs CPython 3.11." >&2; exit 1; }
+
+$(STAMP): requirements.lock requirements-test.lock
+	@$(MAKE) --no-print-directory check-python
+	@echo "==> creating $(VENV) from requirements.lock (about 3 GB, a few minutes)"
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q 'pip==26.3' 'setuptools==80.10.2' 'wheel==0.48.0'
+	$(VPY) -m pip install -q --no-deps -r requirements.lock -r requirements-test.lock
+	touch $(STAMP)
+
+# The package is installed (not editable) so that its start-up hook file
+# lands in site-packages; reinstalling takes about a second.
+install: $(STAMP)
+	@$(VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location" || true
+	@rm -rf build *.egg-info
+
+test: install
+	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) .
+
+demo: install
+	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)
+
+clean:
+	rm -rf $(VENV) build *.egg-info runs

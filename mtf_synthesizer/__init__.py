@@ -1,0 +1,16 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Synthesizer attention layers for Mesh TensorFlow.
+
+`--module_import=mtf_synthesizer` registers the gin configurables and adds the
+package's gin folder to gin's search path, so `--gin_file=synthesizer/...`
+resolves.
+"""
+
+import os
+
+import _mtf_synthesizer_hooks  # pylint: disable=unused-import
+import gin
+
+GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gin")
+gin.add_config_file_search_path(GIN_DIR)
