@@ -14,3 +14,15 @@ import gin
 
 GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gin")
 gin.add_config_file_search_path(GIN_DIR)
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import release
+from mtf_synthesizer import synthesizers
+from mtf_synthesizer.layer import SynthesizerAttention
+from mtf_synthesizer.synthesizers import Dense
+from mtf_synthesizer.synthesizers import DotProduct
+from mtf_synthesizer.synthesizers import FactorizedDense
+from mtf_synthesizer.synthesizers import FactorizedRandom
+from mtf_synthesizer.synthesizers import FixedRandom
+from mtf_synthesizer.synthesizers import Mixture
+from mtf_synthesizer.synthesizers import Random

@@ -1,0 +1,527 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The synthesizing functions of the Synthesizer paper (Tay et al., sec. 3).
+
+Each synthesizing function S maps the layer input X to attention logits per
+head over [length, memory_length]; the layer (`layer.py`) adds the usual bias
+(masks, relative positions), takes the softmax over memory and multiplies by
+the values G(X). Names follow the paper:
+
+  Dense (D)               S(X)_i = W2 relu(W1 X_i + b1) + b2       eq. 1-3
+  Random (R)              S(X)   = R, trainable                     eq. 4
+  FixedRandom (Fix)       S(X)   = R, never trained                 eq. 4
+  FactorizedDense (FD)    S(X)_i = H_A(F_A(X_i)) * H_B(F_B(X_i))   eq. 5-6
+  FactorizedRandom (FR)   S(X)   = R1 R2^T                          eq. 7
+  DotProduct (V)          S(X)   = Q K^T (scaled as in mesh)        Table 1
+  Mixture (+)             S(X)   = sum_i alpha_i S_i(X), sum alpha = 1  eq. 8
+
+Every parameter is per head (and, since each layer owns its variables, per
+layer), as in the paper's S_{h,l}. Functions that index by position (R, FR and
+the columns of D/FD) hold max_length rows and are truncated to the batch's
+lengths. Positions are either contiguous from 0 (plain sequences: a slice,
+with no batch dimension for R and FR, so softmax(R) is computed once per step)
+or explicit per example (packed sequences and incremental decoding: a gather
+by the position of each token inside its own segment).
+"""
+
+import dataclasses
+import math
+from typing import List, Optional, Sequence
+
+import gin
+import mesh_tensorflow as mtf
+import tensorflow.compat.v1 as tf
+
+# Names of the max_length-sized dimensions of the position-indexed tables.
+QUERY_POSITIONS = "synth_query_positions"
+MEMORY_POSITIONS = "synth_memory_positions"
+
+
+@dataclasses.dataclass(frozen=True)
+class SynthesisInputs:
+  """What a synthesizing function may condition on, for one attention call.
+
+  Attributes:
+    x: the layer input X: batch dims, the length dim (absent in incremental
+      decoding) and the model dim.
+    model_dim: the model (channel) dimension of x.
+    heads_dims: the query heads dimensions ([] when num_heads == 1).
+    length_dim: the query length dimension; None in incremental decoding,
+      where x holds one position per example.
+    memory_length_dim: the key/value length dimension.
+    query_positions: None when the queries sit at positions 0..length-1;
+      otherwise an int tensor (batch dims [+ length]) giving each query's
+      position inside its own segment.
+    memory_positions: None when memory positions are 0..memory_length-1;
+      otherwise an int tensor (batch dims + memory_length).
+    max_length: N, the size of the position-indexed parameters.
+    key_dim: the per-head width of queries and keys (d_kv).
+    variable_dtype: a mtf.VariableDType.
+    queries: F_Q(X), per head, when the layer computes it (else None).
+    keys: F_K(X) over memory, when the layer computes it (else None).
+  """
+  x: mtf.Tensor
+  model_dim: mtf.Dimension
+  heads_dims: List[mtf.Dimension]
+  length_dim: Optional[mtf.Dimension]
+  memory_length_dim: mtf.Dimension
+  query_positions: Optional[mtf.Tensor]
+  memory_positions: Optional[mtf.Tensor]
+  max_length: int
+  key_dim: mtf.Dimension
+  variable_dtype: mtf.VariableDType
+  queries: Optional[mtf.Tensor] = None
+  keys: Optional[mtf.Tensor] = None
+
+  @property
+  def mesh(self) -> mtf.Mesh:
+    return self.x.mesh
+
+  @property
+  def num_heads(self) -> int:
+    return mtf.Shape(self.heads_dims).size
+
+
+def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
+                     positions: mtf.Tensor) -> mtf.Tensor:
+  """Looks up `table` along `position_dim` at integer `positions`.
+
+  A real gather (tf.gather on each slice), not mtf.gather's one-hot einsum:
+  the work is the size of the output. Dimensions that `table` and `positions`
+  share (e.g. batch) are matched, not crossed.
+
+  Args:
+    table: a Tensor with `position_dim`.
+    position_dim: the dimension to index.
+    positions: an int32 Tensor without `position_dim`.
+
+  Returns:
+    A Tensor with the dims shared by both, then the other dims of
+    `positions`, then the other dims of `table`.
+  """
+  shared = [d for d in positions.shape.dims if d in table.shape.dims]
+  index_only = [d for d in positions.shape.dims if d not in shared]
+  table_only = [d for d in table.shape.dims
+                if d not in shared and d != position_dim]
+  output_shape = mtf.Shape(shared + index_only + table_only)
+  table_order = [table.shape.dims.index(d)
+                 for d in shared + [position_dim] + table_only]
+  index_order = [positions.shape.dims.index(d) for d in shared + index_only]
+
+  def tf_fn(table_slice, positions_slice):
+    return tf.gather(tf.transpose(table_slice, table_order),
+                     tf.transpose(positions_slice, index_order),
+                     axis=len(shared), batch_dims=len(shared))
+
+  return mtf.slicewise(
+      tf_fn, [table, positions], output_shape=output_shape,
+      output_dtype=table.dtype, splittable_dims=output_shape.dims,
+      name="gather_positions")
+
+
+def select_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
+                     positions: Optional[mtf.Tensor],
+                     new_dim: Optional[mtf.Dimension]) -> mtf.Tensor:
+  """Truncates or gathers a max_length-sized table to the positions in use.
+
+  Args:
+    table: a Tensor with `position_dim` (size max_length).
+    position_dim: the table's position dimension.
+    positions: None for positions 0..new_dim.size-1, else an int32 Tensor.
+    new_dim: the dimension that replaces `position_dim` when `positions` is
+      None (the query length or memory length dim).
+
+  Returns:
+    A Tensor.
+  """
+  if positions is not None:
+    return gather_positions(table, position_dim, positions)
+  sliced = mtf.slice(table, 0, new_dim.size, position_dim.name)
+  return mtf.replace_dimensions(
+      sliced, mtf.Dimension(position_dim.name, new_dim.size), new_dim)
+
+
+def _uniform(limit: float) -> tf.keras.initializers.Initializer:
+  return tf.random_uniform_initializer(-limit, limit)
+
+
+def _fan_in_normal(fan_in: int) -> tf.keras.initializers.Initializer:
+  return tf.random_normal_initializer(stddev=fan_in ** -0.5)
+
+
+class SynthesizingFunction:
+  """Base class: computes attention logits per head.
+
+  Subclasses set `name` (their variable scope) and say whether they need the
+  layer's query and key projections.
+  """
+  name = "synthesizer"
+  needs_queries = False
+  needs_keys = False
+
+  def logits(self, inputs: SynthesisInputs) -> mtf.Tensor:
+    """Returns float32 logits.
+
+    Args:
+      inputs: a SynthesisInputs.
+
+    Returns:
+      A float32 Tensor whose dims are a subset of batch dims + heads dims +
+      [length_dim] + [memory_length_dim]; it always has memory_length_dim.
+    """
+    raise NotImplementedError
+
+  def __call__(self, inputs: SynthesisInputs) -> mtf.Tensor:
+    with tf.variable_scope(self.name):
+      return mtf.cast(self.logits(inputs), tf.float32)
+
+
+@gin.configurable(module="synthesizers")
+class DotProduct(SynthesizingFunction):
+  """Vanilla dot-product attention logits, F_Q(X) F_K(X)^T (V).
+
+  The 1/sqrt(d_kv) scale is mesh's: folded into the query initializer
+  (default) or applied to the queries, so V here is exactly mesh's attention.
+  """
+  name = "dot_product"
+  needs_queries = True
+  needs_keys = True
+
+  def logits(self, inputs):
+    return mtf.einsum([mtf.cast(inputs.queries, tf.float32),
+                       mtf.cast(inputs.keys, tf.float32)],
+                      reduced_dims=[inputs.key_dim])
+
+
+@gin.configurable(module="synthesizers")
+class Random(SynthesizingFunction):
+  """Random Synthesizer (R), eq. 4: a learned N x N matrix per head.
+
+  The default initializer draws R uniformly with the scale the original
+  release's glorot initializer gives its [N, heads, N] variable, so attention
+  starts close to uniform.
+  """
+  name = "random"
+  trainable = True
+
+  def __init__(self, initializer_scale: float = 1.0):
+    """Creates the function.
+
+    Args:
+      initializer_scale: multiplies the default uniform range.
+    """
+    self.initializer_scale = initializer_scale
+
+  def matrix(self, inputs: SynthesisInputs) -> mtf.Tensor:
+    """Returns the variable R: heads + [query positions, memory positions]."""
+    n = inputs.max_length
+    limit = self.initializer_scale * math.sqrt(
+        6.0 / (inputs.num_heads * n + n * n))
+    shape = mtf.Shape(inputs.heads_dims + [
+        mtf.Dimension(QUERY_POSITIONS, n), mtf.Dimension(MEMORY_POSITIONS, n)])
+    return mtf.get_variable(
+        inputs.mesh, "R", shape, initializer=_uniform(limit),
+        dtype=inputs.variable_dtype, trainable=self.trainable)
+
+  def logits(self, inputs):
+    r = self.matrix(inputs)
+    rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
+                            inputs.query_positions, inputs.length_dim)
+    return select_positions(rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
+                            inputs.memory_positions, inputs.memory_length_dim)
+
+
+@gin.configurable(module="synthesizers")
+class FixedRandom(Random):
+  """Fixed Random Synthesizer (Fix): R drawn once and never trained.
+
+  R is a non-trainable variable: no gradient, no optimizer slots.
+  """
+  name = "fixed_random"
+  trainable = False
+
+
+@gin.configurable(module="synthesizers")
+class FactorizedRandom(SynthesizingFunction):
+  """Factorized Random Synthesizer (FR), eq. 7: R1 R2^T per head.
+
+  R1 and R2 are N x k. Both are truncated (or gathered) to the positions in
+  use before the product, so the work is length * memory_length * k.
+  """
+  name = "factorized_random"
+
+  def __init__(self, k: int = 8):
+    """Creates the function.
+
+    Args:
+      k: the rank (the paper uses 8; 32 in Table 7).
+    """
+    if k < 1:
+      raise ValueError("FactorizedRandom needs k >= 1, got %r" % (k,))
+    self.k = k
+
+  def factors(self, inputs: SynthesisInputs):
+    """Returns the variables (R1, R2): heads + [positions, k]."""
+    n = inputs.max_length
+    rank_dim = mtf.Dimension("synth_rank", self.k)
+    # The scale of a glorot initializer on the release's [k, heads, N].
+    limit = math.sqrt(6.0 / (self.k * (inputs.num_heads + n)))
+    r1 = mtf.get_variable(
+        inputs.mesh, "R1",
+        mtf.Shape(inputs.heads_dims + [mtf.Dimension(QUERY_POSITIONS, n),
+                                       rank_dim]),
+        initializer=_uniform(limit), dtype=inputs.variable_dtype)
+    r2 = mtf.get_variable(
+        inputs.mesh, "R2",
+        mtf.Shape(inputs.heads_dims + [mtf.Dimension(MEMORY_POSITIONS, n),
+                                       rank_dim]),
+        initializer=_uniform(limit), dtype=inputs.variable_dtype)
+    return r1, r2
+
+  def logits(self, inputs):
+    r1, r2 = self.factors(inputs)
+    r1 = select_positions(r1, r1.shape.get_dim_by_name(QUERY_POSITIONS),
+                          inputs.query_positions, inputs.length_dim)
+    r2 = select_positions(r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
+                          inputs.memory_positions, inputs.memory_length_dim)
+    return mtf.einsum([mtf.cast(r1, tf.float32), mtf.cast(r2, tf.float32)],
+                      reduced_dims=[r1.shape.dims[-1]])
+
+
+def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
+                  use_bias: bool) -> mtf.Tensor:
+  """relu(W1 X_i + b1) per head: the first layer of F in eq. 2 and eq. 5."""
+  hidden_dim = mtf.Dimension("synth_hidden",
+                             hidden_size or inputs.key_dim.size)
+  w1 = mtf.get_variable(
+      inputs.mesh, "w1",
+      mtf.Shape([inputs.model_dim] + inputs.heads_dims + [hidden_dim]),
+      initializer=_fan_in_normal(inputs.model_dim.size),
+      dtype=inputs.variable_dtype)
+  h = mtf.einsum([inputs.x, w1], reduced_dims=[inputs.model_dim])
+  if use_bias:
+    h += mtf.get_variable(
+        inputs.mesh, "b1", mtf.Shape(inputs.heads_dims + [hidden_dim]),
+        initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
+  return mtf.relu(h)
+
+
+def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
+                      out_dim: mtf.Dimension, name: str,
+                      use_bias: bool) -> mtf.Tensor:
+  """W h + b per head, from the hidden dim to `out_dim`."""
+  hidden_dim = hidden.shape.dims[-1]
+  w = mtf.get_variable(
+      inputs.mesh, "w" + name,
+      mtf.Shape(inputs.heads_dims + [hidden_dim, out_dim]),
+      initializer=_fan_in_normal(hidden_dim.size),
+      dtype=inputs.variable_dtype)
+  y = mtf.einsum([hidden, w], reduced_dims=[hidden_dim])
+  if use_bias:
+    y += mtf.get_variable(
+        inputs.mesh, "b" + name, mtf.Shape(inputs.heads_dims + [out_dim]),
+        initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
+  return y
+
+
+@gin.configurable(module="synthesizers")
+class Dense(SynthesizingFunction):
+  """Dense Synthesizer (D), eq. 1-3: each token predicts its attention row.
+
+  B_i = W2 relu(W1 X_i + b1) + b2 per head, W1: d_model -> hidden,
+  W2: hidden -> N; column j of B is the logit for memory position j.
+  """
+  name = "dense"
+
+  def __init__(self, hidden_size: Optional[int] = None, use_bias: bool = True,
+               share_query_projection: bool = False):
+    """Creates the function.
+
+    Args:
+      hidden_size: per-head width of the hidden layer (default: d_kv, so that
+        W1 is d_model x d_model over all heads, as in Table 1).
+      use_bias: add b1 and b2.
+      share_query_projection: use the layer's query projection F_Q(X) as
+        W1 X (the original release's `dense_*` modes); hidden_size and b1 do
+        not apply then.
+    """
+    self.hidden_size = hidden_size
+    self.use_bias = use_bias
+    self.share_query_projection = share_query_projection
+
+  @property
+  def needs_queries(self):
+    return self.share_query_projection
+
+  def logits(self, inputs):
+    if self.share_query_projection:
+      hidden = mtf.relu(inputs.queries)
+    else:
+      hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
+    rows = _dense_projection(
+        inputs, hidden, mtf.Dimension(MEMORY_POSITIONS, inputs.max_length),
+        "2", self.use_bias)
+    return select_positions(rows, rows.shape.dims[-1],
+                            inputs.memory_positions, inputs.memory_length_dim)
+
+
+def default_factors(n: int):
+  """Returns (a, b) with a * b == n and a the largest divisor <= sqrt(n)."""
+  a = max(d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0)
+  return a, n // a
+
+
+@gin.configurable(module="synthesizers")
+class FactorizedDense(SynthesizingFunction):
+  """Factorized Dense Synthesizer (FD), eq. 5-6.
+
+  A = F_A(X_i) in R^a and B = F_B(X_i) in R^b with a * b = N, sharing the
+  hidden layer relu(W1 X_i + b1) (Table 1: d^2 + d(a + b) parameters). The
+  tiling functions compose so that every column gets its own pair:
+  C_{i,j} = A_{i, j mod a} * B_{i, floor(j / a)}.
+  """
+  name = "factorized_dense"
+
+  def __init__(self, a: Optional[int] = None, b: Optional[int] = None,
+               hidden_size: Optional[int] = None, use_bias: bool = True):
+    """Creates the function.
+
+    Args:
+      a: size of F_A's output; default: the largest divisor of N <= sqrt(N).
+      b: size of F_B's output; default N / a.
+      hidden_size: per-head hidden width (default d_kv).
+      use_bias: add biases to the three projections.
+    """
+    self.a = a
+    self.b = b
+    self.hidden_size = hidden_size
+    self.use_bias = use_bias
+
+  def factor_sizes(self, n: int):
+    """Returns (a, b) for max_length n, checking a * b == n."""
+    a, b = self.a, self.b
+    if a is None and b is None:
+      a, b = default_factors(n)
+    elif a is None:
+      a = n // b
+    elif b is None:
+      b = n // a
+    if a * b != n:
+      raise ValueError(
+          "FactorizedDense needs a * b == max_length; got a=%d, b=%d, "
+          "a * b=%d, max_length=%d." % (a, b, a * b, n))
+    return a, b
+
+  def logits(self, inputs):
+    a, b = self.factor_sizes(inputs.max_length)
+    a_dim, b_dim = mtf.Dimension("synth_a", a), mtf.Dimension("synth_b", b)
+    hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
+    factor_a = _dense_projection(inputs, hidden, a_dim, "a", self.use_bias)
+    factor_b = _dense_projection(inputs, hidden, b_dim, "b", self.use_bias)
+    other_dims = factor_a.shape.dims[:-1]
+    # C[..., j_b, j_a] = A[..., j_a] * B[..., j_b]; flattened row-major, the
+    # column j = j_b * a + j_a.
+    tiled = mtf.einsum([factor_a, factor_b],
+                       output_shape=mtf.Shape(other_dims + [b_dim, a_dim]))
+    rows = mtf.reshape(tiled, mtf.Shape(
+        other_dims + [mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)]))
+    return select_positions(rows, rows.shape.dims[-1],
+                            inputs.memory_positions, inputs.memory_length_dim)
+
+
+@gin.configurable(module="synthesizers")
+class Mixture(SynthesizingFunction):
+  """Mixture Synthesizer (+), eq. 8: softmax(sum_i alpha_i S_i(X)) G(X).
+
+  alpha = softmax(w) over the components, one w per head (and per layer), w
+  initialised to 0 (equal weights). With `learned_weights=False` the
+  components are simply added (the original release's `*_plus` modes).
+  """
+  name = "mixture"
+
+  def __init__(self, components: Sequence[SynthesizingFunction],
+               learned_weights: bool = True):
+    """Creates the mixture.
+
+    Args:
+      components: two or more synthesizing functions, each kind at most once.
+      learned_weights: learn alpha (summing to one) or add with weight 1.
+    """
+    components = list(components)
+    if not components:
+      raise ValueError("A Mixture needs at least one synthesizing function.")
+    names = [c.name for c in components]
+    if len(set(names)) != len(names):
+      raise ValueError("A Mixture takes each synthesizing function once; got "
+                       "%s." % names)
+    self.components = components
+    self.learned_weights = learned_weights
+
+  @property
+  def needs_queries(self):
+    return any(c.needs_queries for c in self.components)
+
+  @property
+  def needs_keys(self):
+    return any(c.needs_keys for c in self.components)
+
+  def weights(self, inputs: SynthesisInputs) -> Optional[mtf.Tensor]:
+    """Returns alpha: [synth_components] + heads dims, summing to one."""
+    if not self.learned_weights:
+      return None
+    components_dim = mtf.Dimension("synth_components", len(self.components))
+    with tf.variable_scope(self.name):
+      w = mtf.get_variable(
+          inputs.mesh, "alpha_logits",
+          mtf.Shape([components_dim] + inputs.heads_dims),
+          initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
+    return mtf.softmax(mtf.cast(w, tf.float32), components_dim)
+
+  def __call__(self, inputs: SynthesisInputs) -> mtf.Tensor:
+    # Components keep their own scopes (random/R, not mixture/random/R), so
+    # their variables are named the same alone and in a mixture.
+    return self.logits(inputs)
+
+  def logits(self, inputs):
+    alpha = self.weights(inputs)
+    total = None
+    for i, component in enumerate(self.components):
+      term = component(inputs)
+      if alpha is not None:
+        components_dim = alpha.shape.dims[0]
+        alpha_i = mtf.reshape(mtf.slice(alpha, i, 1, components_dim.name),
+                              alpha.shape - components_dim)
+        term *= alpha_i
+      total = term if total is None else total + term
+    return total
+
+
+def compose(synthesizers: Sequence[SynthesizingFunction],
+            learned_mixture_weights: bool = True) -> SynthesizingFunction:
+  """Returns the single function, or the Mixture of several.
+
+  Args:
+    synthesizers: one or more synthesizing functions.
+    learned_mixture_weights: see Mixture.
+
+  Returns:
+    A SynthesizingFunction.
+  """
+  synthesizers = list(synthesizers)
+  if not synthesizers:
+    raise ValueError(
+        "SynthesizerAttention needs at least one synthesizing function; "
+        "valid ones: %s." % ", ".join(sorted(BY_NAME)))
+  if len(synthesizers) == 1:
+    return synthesizers[0]
+  return Mixture(synthesizers, learned_weights=learned_mixture_weights)
+
+
+BY_NAME = {
+    "dot_product": DotProduct,
+    "random": Random,
+    "fixed_random": FixedRandom,
+    "factorized_random": FactorizedRandom,
+    "dense": Dense,
+    "factorized_dense": FactorizedDense,
+}
