@@ -116,20 +116,14 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
       if g is not None:
         key = "grad/" + (v.name if v is not None else "x")
         fetch[key] = lowering.export_to_tf_tensor(g)
-    assigns = []
-    if variable_values:
-      by_name = {v.name: v for v in all_variables}
-      for name, value in variable_values.items():
-        assigns.append(mtf.assign(by_name[name], mtf.import_tf_tensor(
-            mesh, tf.constant(value), by_name[name].shape)))
-      assign_ops = [lowering.lowered_operation(a) for a in assigns]
     init = tf.global_variables_initializer()
     config = tf.ConfigProto(device_count={"CPU": max(num_devices, 1)})
     with tf.Session(graph=tf_graph, config=config) as sess:
       sess.run(init)
+      by_name = {v.name: v for v in all_variables}
+      for name, value in (variable_values or {}).items():
+        by_name[name].get_master().load(value, sess)
       sess.run(lowering.copy_masters_to_slices())
-      if assigns:
-        sess.run(assign_ops)
       values = sess.run(fetch)
   return LayerRun(
       output=values["y"],
