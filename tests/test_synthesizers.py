@@ -197,3 +197,28 @@ def test_factorized_random_rows_differ_per_query():
                                   np.arange(LENGTH))
   weights = ref.softmax(logits)
   assert np.max(np.abs(weights - weights[0])) > 1e-3
+
+
+# Table 1, |theta| per layer, with d = d_model = heads * d_kv and N =
+# max_length; biases (b1, b2, ...) are listed separately: the paper's count
+# omits them.
+D, N, H = D_MODEL, MAX_LEN, HEADS
+TABLE_1 = {
+    "dot_product": (2 * D * D, 0),                      # 2 d^2 (q, k)
+    "random": (N * N * H, 0),                           # N^2 per head
+    "fixed_random": (N * N * H, 0),
+    "factorized_random": (2 * N * 3 * H, 0),            # 2 N k per head
+    "dense": (D * D + D * N, H * DK + H * N),           # d^2 + d N
+    # d^2 + d (k1 + k2), k1 * k2 = N = 8: default factors 2 x 4.
+    "factorized_dense": (D * D + D * (2 + 4), H * (DK + 2 + 4)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TABLE_1))
+def test_parameter_counts_follow_table_1(kind):
+  run = layer_harness.run_layer(_layer([kind]), _x())
+  own = {k: v.size for k, v in _local(run.variables).items()
+         if k not in ("kv", "v", "o")}
+  weights = sum(s for k, s in own.items() if "/b" not in k)
+  biases = sum(s for k, s in own.items() if "/b" in k)
+  assert (weights, biases) == TABLE_1[kind], own
