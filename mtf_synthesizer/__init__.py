@@ -16,6 +16,7 @@ GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gin")
 gin.add_config_file_search_path(GIN_DIR)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import checkpoints
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.layer import SynthesizerAttention
