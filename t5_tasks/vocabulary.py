@@ -1,0 +1,269 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The single source of the vocabulary used by every `t5_tasks` task.
+
+Tasks are registered when `t5_tasks` is imported, but the stock
+`t5_mesh_transformer` CLI parses gin only after its `--module_import`s. The
+tasks therefore hold a `LazyVocabulary`, which decides which concrete
+vocabulary it stands for the first time anything asks it for a token id, a
+size or an encoding. The choice, in order of precedence:
+
+1. the gin binding `t5_tasks.vocabulary.get_vocabulary.name`,
+2. the environment variable `MTF_SYNTH_VOCAB`,
+3. the default, T5's SentencePiece model
+   `gs://t5-data/vocabs/cc_all.32000/sentencepiece.model` with 100 extra ids.
+
+A name is one of `t5` (the default model), `byte` (`seqio.ByteVocabulary`,
+needs no file) or the path of a SentencePiece `.model` file (local or any
+filesystem `tf.io.gfile` reads). The number of extra ids (sentinels) is
+`t5_tasks.vocabulary.get_vocabulary.extra_ids` (default 100 for every kind).
+
+The choice is made once per process; `reset_vocabulary()` forgets it (tests).
+"""
+
+import os
+import threading
+from typing import Any, Dict, Iterable, Optional, Sequence
+
+from absl import logging
+import gin
+import seqio
+import tensorflow.compat.v2 as tf
+
+DEFAULT_SPM_PATH = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
+DEFAULT_EXTRA_IDS = 100
+ENV_VAR = "MTF_SYNTH_VOCAB"
+
+_lock = threading.RLock()
+_resolved: Optional[seqio.Vocabulary] = None
+
+
+def make_vocabulary(name: str,
+                    extra_ids: int = DEFAULT_EXTRA_IDS) -> seqio.Vocabulary:
+  """Builds the concrete vocabulary that `name` designates.
+
+  Args:
+    name: `"t5"` for T5's SentencePiece model, `"byte"` for
+      `seqio.ByteVocabulary`, otherwise the path of a SentencePiece model.
+    extra_ids: number of extra (sentinel) ids appended to the vocabulary.
+
+  Returns:
+    A `seqio.Vocabulary`.
+
+  Raises:
+    ValueError: `name` is empty, or a local path that does not exist.
+  """
+  key = (name or "").strip()
+  if not key:
+    raise ValueError("Empty vocabulary name; use 't5', 'byte' or a path to a "
+                     "SentencePiece .model file.")
+  if key.lower() == "t5":
+    return seqio.SentencePieceVocabulary(DEFAULT_SPM_PATH, extra_ids)
+  if key.lower() == "byte":
+    return seqio.ByteVocabulary(extra_ids=extra_ids)
+  path = os.path.expanduser(key)
+  if "://" not in path and not tf.io.gfile.exists(path):
+    raise ValueError(
+        f"Vocabulary {key!r} is neither 't5', 'byte' nor an existing "
+        "SentencePiece model file (set by the gin binding "
+        f"t5_tasks.vocabulary.get_vocabulary.name or ${ENV_VAR}).")
+  return seqio.SentencePieceVocabulary(path, extra_ids)
+
+
+@gin.configurable
+def get_vocabulary(name: Optional[str] = None,
+                   extra_ids: int = DEFAULT_EXTRA_IDS) -> seqio.Vocabulary:
+  """Returns the concrete vocabulary that the current configuration selects.
+
+  Unlike the tasks' `LazyVocabulary`, this builds a fresh object on every call
+  and reflects the gin bindings and environment of the moment.
+
+  Args:
+    name: vocabulary name or path (see `make_vocabulary`); when None, the
+      environment variable `MTF_SYNTH_VOCAB`, and when that is unset or empty,
+      `"t5"`.
+    extra_ids: number of extra (sentinel) ids.
+
+  Returns:
+    A `seqio.Vocabulary`.
+  """
+  if not name:
+    name = os.environ.get(ENV_VAR, "").strip() or "t5"
+  return make_vocabulary(name, extra_ids)
+
+
+def resolved_vocabulary() -> seqio.Vocabulary:
+  """Returns the process-wide vocabulary, choosing it on the first call.
+
+  Returns:
+    The concrete `seqio.Vocabulary` every `LazyVocabulary` delegates to.
+  """
+  global _resolved
+  with _lock:
+    if _resolved is None:
+      _resolved = get_vocabulary()
+      logging.info("t5_tasks vocabulary: %s", _resolved)
+    return _resolved
+
+
+def is_resolved() -> bool:
+  """Returns whether the process-wide vocabulary has been chosen yet."""
+  return _resolved is not None
+
+
+def reset_vocabulary() -> None:
+  """Forgets the process-wide choice, so that the next use chooses again."""
+  global _resolved
+  with _lock:
+    _resolved = None
+
+
+class LazyVocabulary(seqio.Vocabulary):
+  """A `seqio.Vocabulary` that stands for the configured vocabulary.
+
+  Every attribute and method delegates to `resolved_vocabulary()`, which is
+  chosen on first use. Two unpinned `LazyVocabulary` objects are equal without
+  choosing anything (so seqio's mixture checks at import time stay lazy); a
+  comparison with a concrete vocabulary chooses and compares the delegate.
+
+  Pickling (and deep copies, e.g. by gin) carries the concrete vocabulary if it
+  was already chosen, so that a worker process uses the same one: such a copy
+  is "pinned" to it.
+  """
+
+  def __init__(self, pinned: Optional[seqio.Vocabulary] = None):
+    """Creates the proxy.
+
+    Args:
+      pinned: if given, the proxy always delegates to this vocabulary instead
+        of the process-wide one.
+    """
+    super().__init__(extra_ids=0)
+    self._pinned = pinned
+
+  @property
+  def delegate(self) -> seqio.Vocabulary:
+    """The concrete vocabulary (chooses it if needed)."""
+    if self._pinned is not None:
+      return self._pinned
+    return resolved_vocabulary()
+
+  # Ids and sizes.
+  @property
+  def bos_id(self) -> Optional[int]:
+    return self.delegate.bos_id
+
+  @property
+  def eos_id(self) -> Optional[int]:
+    return self.delegate.eos_id
+
+  @property
+  def pad_id(self) -> int:
+    return self.delegate.pad_id
+
+  @property
+  def unk_id(self) -> Optional[int]:
+    return self.delegate.unk_id
+
+  @property
+  def extra_ids(self) -> int:
+    return self.delegate.extra_ids
+
+  @property
+  def vocab_size(self) -> int:
+    return self.delegate.vocab_size
+
+  @property
+  def _base_vocab_size(self) -> int:
+    return self.delegate._base_vocab_size  # pylint: disable=protected-access
+
+  # Encoding and decoding: the public methods delegate whole, so that the
+  # concrete class's own clean-up (EOS, UNK, extra ids) applies.
+  def encode(self, s: Any) -> Sequence[int]:
+    return self.delegate.encode(s)
+
+  def decode(self, ids: Iterable[int]) -> Any:
+    return self.delegate.decode(ids)
+
+  def encode_tf(self, s: tf.Tensor) -> tf.Tensor:
+    return self.delegate.encode_tf(s)
+
+  def decode_tf(self, ids: tf.Tensor) -> tf.Tensor:
+    return self.delegate.decode_tf(ids)
+
+  def _encode(self, s):
+    return self.delegate._encode(s)  # pylint: disable=protected-access
+
+  def _decode(self, ids):
+    return self.delegate._decode(ids)  # pylint: disable=protected-access
+
+  def _encode_tf(self, s):
+    return self.delegate._encode_tf(s)  # pylint: disable=protected-access
+
+  def _decode_tf(self, ids):
+    return self.delegate._decode_tf(ids)  # pylint: disable=protected-access
+
+  def __getattr__(self, name: str) -> Any:
+    # Only called for attributes the proxy lacks (e.g. `sp_model`,
+    # `sentencepiece_model_file`, `tokenizer` of a SentencePiece vocabulary).
+    if name.startswith("__") or name in ("_pinned", "_extra_ids"):
+      raise AttributeError(name)
+    return getattr(self.delegate, name)
+
+  # Equality, hashing, pickling.
+  def __eq__(self, other: Any) -> bool:
+    if isinstance(other, LazyVocabulary):
+      if self._pinned is None and other._pinned is None:
+        return True
+      return self.delegate == other.delegate
+    if isinstance(other, seqio.Vocabulary):
+      return self.delegate == other
+    return NotImplemented
+
+  def __ne__(self, other: Any) -> bool:
+    equal = self.__eq__(other)
+    return equal if equal is NotImplemented else not equal
+
+  def __hash__(self) -> int:
+    return hash(LazyVocabulary)
+
+  def __getstate__(self) -> Dict[str, Any]:
+    pinned = self._pinned
+    if pinned is None and is_resolved():
+      pinned = resolved_vocabulary()
+    return {"_pinned": pinned, "_extra_ids": 0}
+
+  def __setstate__(self, state: Dict[str, Any]) -> None:
+    self.__dict__.update(state)
+
+  def __str__(self) -> str:
+    if self._pinned is not None:
+      return f"LazyVocabulary(pinned={self._pinned})"
+    if is_resolved():
+      return f"LazyVocabulary(resolved={_resolved})"
+    return "LazyVocabulary(unresolved)"
+
+  __repr__ = __str__
+
+
+VOCABULARY = LazyVocabulary()
+
+
+def output_features(
+    inputs: bool = True, add_eos: bool = True) -> Dict[str, seqio.Feature]:
+  """Returns seqio output features that use the lazy vocabulary.
+
+  Args:
+    inputs: whether to include an `inputs` feature (encoder-decoder tasks) in
+      addition to `targets`.
+    add_eos: whether EOS is appended to each feature.
+
+  Returns:
+    A dict from feature name to `seqio.Feature`.
+  """
+  features = {}
+  if inputs:
+    features["inputs"] = seqio.Feature(
+        vocabulary=VOCABULARY, add_eos=add_eos, required=False)
+  features["targets"] = seqio.Feature(vocabulary=VOCABULARY, add_eos=add_eos)
+  return features
