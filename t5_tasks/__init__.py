@@ -8,3 +8,4 @@ mixtures (the stock CLI imports `t5.data.mixtures` only when no
 """
 
 import t5.data.mixtures  # pylint: disable=unused-import
+from t5_tasks import pydocs  # pylint: disable=unused-import
