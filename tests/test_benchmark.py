@@ -1,0 +1,47 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Smoke test of tools/benchmark.py: the quick path at tiny shapes.
+
+Checks that every variant appears in the JSON with sane fields. It makes no
+claim about speed (no timing assertions).
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+
+import bench_lib  # pylint: disable=g-import-not-at-top
+import benchmark  # pylint: disable=g-import-not-at-top
+
+
+def test_quick_benchmark_writes_every_variant(tmp_path):
+  out = str(tmp_path)
+  assert benchmark.main(["--quick", "--lengths", "", "--no_enc_dec",
+                         "--no_plot", "--output_dir", out]) == 0
+  with open(os.path.join(out, "benchmark.json")) as f:
+    report = json.load(f)
+  assert report["matmul_peak_flops"] > 0
+  (block,) = report["blocks"].values()
+  names = [v.name for v in bench_lib.all_variants()]
+  assert sorted(block["results"]) == sorted(names)
+  for name, entry in block["results"].items():
+    if "error" in entry:
+      # Only the release's layer may fail (it hard-codes 512 positions).
+      assert entry["family"] == "release", (name, entry["error"])
+      continue
+    assert entry["step_s"] > 0 and entry["tokens_per_s"] > 0, name
+    assert entry["speed_vs_v"] > 0 and entry["decode_tokens_per_s"] > 0, name
+    assert entry["params"] > 0 and entry["flops_per_step"] > 0, name
+    assert entry["peak_step_bytes"] > 0 and entry["state_bytes"] > 0, name
+    assert 0 < entry["mfu"] < 10, name
+    assert entry["top_ops"], name
+  assert block["results"]["V"]["time_ratio"] == 1.0
+  # The vanilla layer has the most parameters in the attention, R none of
+  # its q/k: a sanity check of the parameter count, not of speed.
+  assert block["results"]["V"]["params"] == block["results"]["V(ours)"][
+      "params"]
+  with open(os.path.join(out, "benchmark.md")) as f:
+    table = f.read()
+  assert "| R+V |" in table and "## Targets" in table

@@ -1,0 +1,508 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Building blocks of the speed and memory benchmark (`tools/benchmark.py`).
+
+Every model is a mesh-tensorflow Transformer (a decoder-only LM, or a T5-style
+encoder-decoder) whose self-attention layers are one attention variant. Each
+model gets its own tf.Graph and tf.Session, built once; the timing loop then
+alternates between the models (rounds x models x K steps), so that all models
+see the same machine load and ratios to the vanilla model can be taken within
+one round.
+
+What is measured, per model:
+  * training step time: forward + backward + mtf.optimize.AdafactorOptimizer
+    update, one `session.run` of the grouped update ops per step;
+  * incremental decoding time per token: greedy `sample_autoregressive`,
+    timed as the difference between two decodes of the same prompt that stop
+    after `short` and `long` steps (so the full-length "first_part" pass and
+    the session overhead cancel);
+  * peak memory of a training step: the largest sum of live tensor bytes
+    allocated by the step, reconstructed from the step's `RunMetadata`
+    (allocation and deallocation times of every tensor the step allocates;
+    variables, which exist before the step, are not counted);
+  * parameters: the sizes of the graph's trainable variables;
+  * FLOPs: 2 * M * N * K of every Einsum / MatMul / BatchMatMul op that the
+    training step executes in the lowered TF graph (forward, backward and the
+    update), counted from their static shapes; element-wise ops (softmax,
+    relu, the optimizer's arithmetic) are not counted.
+"""
+
+import dataclasses
+import re
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import mesh_tensorflow as mtf
+from mesh_tensorflow.transformer import transformer
+from mesh_tensorflow.transformer import transformer_layers
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+import mtf_synthesizer as ms
+
+tf.disable_v2_behavior()
+
+# A layer factory: (max_length, num_heads, d_kv) -> a mesh TransformerLayer.
+LayerFactory = Callable[[int, int, int], transformer.TransformerLayer]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """One attention variant under test.
+
+  Attributes:
+    name: the short name used in tables ("V", "R+V", "release:random", ...).
+    family: "mesh" (mesh's own SelfAttention), "ours" (SynthesizerAttention)
+      or "release" (mesh's transformer_layers.Synthesizer).
+    make_layer: builds the self-attention layer.
+    mode: for the release's layer and our equivalent, the synthesize_mode.
+  """
+  name: str
+  family: str
+  make_layer: LayerFactory
+  mode: Optional[str] = None
+
+
+def _ours(synthesizers_fn, **kwargs) -> LayerFactory:
+  def make(max_length, num_heads, d_kv):
+    return ms.SynthesizerAttention(
+        synthesizers=synthesizers_fn(), max_length=max_length,
+        num_heads=num_heads, key_value_size=d_kv, **kwargs)
+  return make
+
+
+def _ours_mode(mode: str) -> LayerFactory:
+  def make(max_length, num_heads, d_kv):
+    return ms.SynthesizerAttention(
+        synthesize_mode=mode, max_length=max_length, num_heads=num_heads,
+        key_value_size=d_kv)
+  return make
+
+
+def _release(mode: str) -> LayerFactory:
+  def make(max_length, num_heads, d_kv):
+    # The release reads max_length from attention_kwargs (default 512); its
+    # plus modes and `factorized` ignore it and use 512.
+    return transformer_layers.Synthesizer(
+        synthesize_mode=mode, num_heads=num_heads, key_value_size=d_kv,
+        attention_kwargs={"max_length": max_length})
+  return make
+
+
+def _vanilla(max_length, num_heads, d_kv):
+  del max_length
+  return transformer_layers.SelfAttention(num_heads=num_heads,
+                                          key_value_size=d_kv)
+
+
+# The release's modes that compute what they claim (`factorized` is
+# degenerate: one attention row for every query; it is benchmarked but
+# flagged).
+RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
+                 "dense_plus", "dense_plus_alpha", "factorized")
+VANILLA = "V"
+
+
+def all_variants(fr_rank: int = 8) -> List[Variant]:
+  """Returns every variant: vanilla, the paper's, and the release's modes.
+
+  Args:
+    fr_rank: k of Factorized Random (the paper's default is 8).
+
+  Returns:
+    Variants; the first is mesh's vanilla SelfAttention (the reference).
+  """
+  fr = lambda: ms.FactorizedRandom(k=fr_rank)
+  paper = [
+      ("V(ours)", lambda: [ms.DotProduct()]),
+      ("R", lambda: [ms.Random()]),
+      ("Fix", lambda: [ms.FixedRandom()]),
+      ("FR", lambda: [fr()]),
+      ("D", lambda: [ms.Dense()]),
+      ("FD", lambda: [ms.FactorizedDense()]),
+      ("R+V", lambda: [ms.Random(), ms.DotProduct()]),
+      ("D+V", lambda: [ms.Dense(), ms.DotProduct()]),
+      ("R+D", lambda: [ms.Random(), ms.Dense()]),
+      ("FR+V", lambda: [fr(), ms.DotProduct()]),
+  ]
+  variants = [Variant(VANILLA, "mesh", _vanilla)]
+  variants += [Variant(n, "ours", _ours(f)) for n, f in paper]
+  for mode in RELEASE_MODES:
+    variants.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode))
+    variants.append(Variant("release:" + mode, "release", _release(mode),
+                            mode))
+  return variants
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelShape:
+  """The Transformer around the attention layers.
+
+  Attributes:
+    d_model: model width.
+    num_heads: attention heads.
+    d_kv: per-head key/value width.
+    d_ff: feed-forward hidden width.
+    num_layers: decoder layers (decoder-only LM) or decoder layers of the
+      encoder-decoder.
+    encoder_layers: 0 for a decoder-only LM; else the encoder's layers.
+    vocab: vocabulary size (256: a byte vocabulary).
+  """
+  d_model: int = 512
+  num_heads: int = 8
+  d_kv: int = 64
+  d_ff: int = 2048
+  num_layers: int = 2
+  encoder_layers: int = 0
+  vocab: int = 256
+
+  @property
+  def label(self) -> str:
+    kind = ("LM %dL" % self.num_layers if not self.encoder_layers else
+            "enc-dec %d+%dL" % (self.encoder_layers, self.num_layers))
+    return "%s d%d h%d dkv%d ff%d vocab%d" % (
+        kind, self.d_model, self.num_heads, self.d_kv, self.d_ff, self.vocab)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunShape:
+  """The data shape of one benchmark point.
+
+  Attributes:
+    length: tokens per sequence (decoder; and encoder for enc-dec).
+    batch: sequences per step.
+    target_length: decoder length of an encoder-decoder (None: = length).
+  """
+  length: int
+  batch: int
+  target_length: Optional[int] = None
+
+  @property
+  def tokens(self) -> int:
+    return self.batch * (self.target_length or self.length)
+
+  @property
+  def label(self) -> str:
+    if self.target_length:
+      return "%dx%d->%d" % (self.length, self.batch, self.target_length)
+    return "%dx%d" % (self.length, self.batch)
+
+
+def _layer_stack(layers: Sequence[transformer.TransformerLayer]):
+  return transformer.LayerStack(
+      list(layers), sublayers_initial=[],
+      sublayers_per_layer=[transformer.sublayer_rms_norm,
+                           transformer.sublayer_call_layer,
+                           transformer.sublayer_residual],
+      sublayers_final=[transformer.sublayer_rms_norm])
+
+
+def _unitransformer(layers, shape: ModelShape, max_length: int,
+                    autoregressive: bool, name: str):
+  # An encoder has no softmax: it returns its last hidden states.
+  return transformer.Unitransformer(
+      layer_stack=_layer_stack(layers), d_model=shape.d_model,
+      input_vocab_size=shape.vocab,
+      output_vocab_size=shape.vocab if name == "decoder" else None,
+      autoregressive=autoregressive, max_length=max_length, name=name)
+
+
+def build_transformer(variant: Variant, shape: ModelShape, run: RunShape):
+  """Returns a mesh Unitransformer (LM) or Bitransformer (enc-dec)."""
+  max_length = max(run.length, run.target_length or 0)
+
+  def attention():
+    return variant.make_layer(max_length, shape.num_heads, shape.d_kv)
+
+  def ffn():
+    return transformer_layers.DenseReluDense(hidden_size=shape.d_ff)
+
+  if not shape.encoder_layers:
+    layers = []
+    for _ in range(shape.num_layers):
+      layers += [attention(), ffn()]
+    return _unitransformer(layers, shape, max_length, True, "decoder")
+  enc = []
+  for _ in range(shape.encoder_layers):
+    enc += [attention(), ffn()]
+  dec = []
+  for _ in range(shape.num_layers):
+    dec += [attention(), transformer_layers.EncDecAttention(
+        num_heads=shape.num_heads, key_value_size=shape.d_kv), ffn()]
+  return transformer.Bitransformer(
+      encoder=_unitransformer(enc, shape, max_length, False, "encoder"),
+      decoder=_unitransformer(dec, shape, max_length, True, "decoder"))
+
+
+def _einsum_flops(op: tf.Operation) -> int:
+  """2*M*N*K of an Einsum/MatMul op from static shapes (1x if no sum)."""
+  if op.type == "Einsum":
+    equation = op.get_attr("equation").decode()
+    inputs, _ = equation.split("->")
+    sizes = {}
+    for spec, tensor in zip(inputs.split(","), op.inputs):
+      dims = tensor.shape.as_list()
+      if "." in spec or len(spec) != len(dims):
+        return 0
+      for letter, size in zip(spec, dims):
+        sizes[letter] = size
+    output = equation.split("->")[1]
+    summed = set(sizes) - set(output)
+    total = int(np.prod([sizes[k] for k in sizes], dtype=np.float64))
+    return total * (2 if summed else 1)
+  if op.type in ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"):
+    a, b = op.inputs[0].shape.as_list(), op.outputs[0].shape.as_list()
+    ta = op.get_attr("transpose_a") if op.type == "MatMul" else (
+        op.get_attr("adj_x"))
+    k = a[-2] if ta else a[-1]
+    return 2 * int(np.prod(b, dtype=np.float64)) * k
+  return 0
+
+
+def _ancestors(fetches: Sequence[tf.Operation]) -> List[tf.Operation]:
+  seen, stack = set(), list(fetches)
+  while stack:
+    op = stack.pop()
+    if op in seen:
+      continue
+    seen.add(op)
+    stack.extend(t.op for t in op.inputs)
+    stack.extend(op.control_inputs)
+  return list(seen)
+
+
+def step_flops(train_op: tf.Operation) -> int:
+  """Matmul FLOPs of one training step (see the module docstring)."""
+  return sum(_einsum_flops(op) for op in _ancestors([train_op]))
+
+
+def peak_step_bytes(run_metadata: tf.RunMetadata) -> int:
+  """Peak of the bytes allocated and still live during one traced step.
+
+  Each node's memory records list the allocations and deallocations (time,
+  signed bytes) of the tensors it allocated. Sorting all of them by time and
+  taking the running sum gives the live bytes of the step's own tensors over
+  time; its maximum is the step's peak. Memory that exists before the step
+  (variables, optimizer slots) is not included: see `variable_bytes`.
+
+  Args:
+    run_metadata: from a `session.run` with FULL_TRACE.
+
+  Returns:
+    Bytes (0 when the trace has no allocation records).
+  """
+  events = []
+  for dev in run_metadata.step_stats.dev_stats:
+    for node in dev.node_stats:
+      for mem in node.memory:
+        for record in mem.allocation_records:
+          events.append((record.alloc_micros, record.alloc_bytes))
+  # Frees before allocations at equal times, so a peak is not overstated.
+  events.sort(key=lambda e: (e[0], e[1]))
+  live = peak = 0
+  for _, delta in events:
+    live += delta
+    peak = max(peak, live)
+  return peak
+
+
+def top_allocations(run_metadata: tf.RunMetadata, n: int = 8) -> List[Dict]:
+  """The nodes that allocated the most bytes in a traced step."""
+  totals = {}
+  for dev in run_metadata.step_stats.dev_stats:
+    for node in dev.node_stats:
+      size = sum(m.total_bytes for m in node.memory)
+      if size:
+        key = _op_key(node)
+        mb, count = totals.get(key, (0.0, 0))
+        totals[key] = (mb + size / 2.0 ** 20, count + 1)
+  rows = [{"op": k, "MiB": round(v[0], 1), "count": v[1]}
+          for k, v in totals.items()]
+  rows.sort(key=lambda r: -r["MiB"])
+  return rows[:n]
+
+
+def _op_key(node) -> str:
+  """A node's TF op type and its mtf op path, without layer/slice numbers."""
+  match = re.search(r"= (\w+)\(", node.timeline_label or "")
+  kind = match.group(1) if match else "?"
+  name = re.sub(r"/parallel_\d+", "", node.node_name)
+  name = re.sub(r"_\d+(?=/|$)", "", name)
+  name = re.sub(r"^model/(en|de)coder/+", "", name)
+  return "%s %s" % (kind, name)
+
+
+@dataclasses.dataclass
+class BuiltModel:
+  """A model's graph and session, ready to be timed."""
+  variant: Variant
+  session: tf.Session
+  train_op: tf.Operation
+  decode_op: Optional[tf.Tensor]
+  max_steps: Optional[tf.Tensor]
+  num_params: int
+  flops: int
+  state_bytes: int
+
+  def train(self, steps: int) -> float:
+    """Runs `steps` training steps; returns seconds per step."""
+    start = time.perf_counter()
+    for _ in range(steps):
+      self.session.run(self.train_op)
+    return (time.perf_counter() - start) / steps
+
+  def decode(self, steps: int) -> float:
+    """Runs the greedy decode that stops after `steps` tokens; seconds."""
+    start = time.perf_counter()
+    self.session.run(self.decode_op, {self.max_steps: steps})
+    return time.perf_counter() - start
+
+  def trace_train(self) -> tf.RunMetadata:
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    metadata = tf.RunMetadata()
+    self.session.run(self.train_op, options=options, run_metadata=metadata)
+    return metadata
+
+  def close(self):
+    self.session.close()
+
+
+def session_config(threads: int) -> tf.ConfigProto:
+  return tf.ConfigProto(intra_op_parallelism_threads=threads,
+                        inter_op_parallelism_threads=threads)
+
+
+def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
+                decode: bool = False, threads: int = 2,
+                seed: int = 0) -> BuiltModel:
+  """Builds the training step (and decodes) of one model in its own graph.
+
+  Args:
+    variant: the attention variant of every self-attention layer.
+    shape: the Transformer's sizes.
+    run: the data shape.
+    decode: also build greedy incremental decoding (LM only).
+    threads: intra- and inter-op threads of the session.
+    seed: graph-level random seed.
+
+  Returns:
+    A BuiltModel; raises whatever the layer raises if it cannot be built.
+  """
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    tf.set_random_seed(seed)
+    tf.train.get_or_create_global_step()
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    batch_dim = mtf.Dimension("batch", run.batch)
+    length_dim = mtf.Dimension("length", run.length)
+    rng = np.random.RandomState(seed)
+    model = build_transformer(variant, shape, run)
+
+    def tokens(length_dim_, low=2):
+      ids = rng.randint(low, shape.vocab,
+                        size=(run.batch, length_dim_.size)).astype(np.int32)
+      return mtf.import_tf_tensor(mesh, tf.constant(ids),
+                                  [batch_dim, length_dim_])
+
+    with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+      if shape.encoder_layers:
+        target_dim = mtf.Dimension("length", run.target_length or run.length)
+        targets = tokens(target_dim)
+        _, loss = model.call_simple(
+            inputs=tokens(length_dim), targets=targets, compute_loss=True,
+            mode=tf.estimator.ModeKeys.TRAIN)
+      else:
+        targets = tokens(length_dim)
+        _, loss = model.call_simple(
+            inputs=transformer.autoregressive_inputs(targets),
+            targets=targets, compute_loss=True,
+            mode=tf.estimator.ModeKeys.TRAIN)
+      decoded = None
+      max_steps = None
+      if decode and not shape.encoder_layers:
+        prompt_len = 8
+        prompt = np.zeros((run.batch, run.length), np.int32)
+        prompt[:, :prompt_len] = rng.randint(2, shape.vocab,
+                                             (run.batch, prompt_len))
+        prompt_t = mtf.import_tf_tensor(mesh, tf.constant(prompt),
+                                        [batch_dim, length_dim])
+        # One decoding graph; how many tokens it decodes is fed at run time.
+        max_steps = tf.placeholder(tf.int32, [], name="max_steps")
+        decoded = model.sample_autoregressive(
+            prompt_t, stop_at_token=shape.vocab + 1,  # never produced
+            max_steps=mtf.import_tf_tensor(mesh, max_steps, mtf.Shape([])),
+            temperature=0.0, never_end=True)
+    variables = graph.trainable_variables
+    grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
+    optimizer = mtf.optimize.AdafactorOptimizer()
+    update_ops = optimizer.apply_grads(grads, variables)
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        mtf.Shape([]), mtf.LayoutRules([]), [""])
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    train_op = tf.group([lowering.lowered_operation(op) for op in update_ops]
+                        + [lowering.export_to_tf_tensor(loss).op])
+    decode_op = (lowering.export_to_tf_tensor(decoded)
+                 if decoded is not None else None)
+    num_params = sum(v.shape.size for v in variables)
+    flops = step_flops(train_op)
+    # Variables and optimizer slots, alive between steps.
+    state_bytes = sum(v.shape.num_elements() * v.dtype.base_dtype.size
+                      for v in tf.global_variables())
+    init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
+    session = tf.Session(graph=tf_graph, config=session_config(threads))
+    session.run(init)
+    session.run(lowering.copy_masters_to_slices())
+    tf_graph.finalize()
+  return BuiltModel(variant=variant, session=session, train_op=train_op,
+                    decode_op=decode_op, max_steps=max_steps,
+                    num_params=num_params, flops=flops,
+                    state_bytes=state_bytes)
+
+
+def matmul_peak_flops(size: int = 2048, steps: int = 5,
+                      threads: int = 2) -> float:
+  """FLOP/s of a float32 [size, size] x [size, size] matmul in TF."""
+  graph = tf.Graph()
+  with graph.as_default():
+    a = tf.Variable(tf.random.normal([size, size]))
+    b = tf.Variable(tf.random.normal([size, size]))
+    # A chain of dependent matmuls in one run amortises the call overhead.
+    c = a
+    for _ in range(steps):
+      c = tf.matmul(c, b) * (1.0 / size)
+    out = tf.reduce_sum(c)
+    with tf.Session(graph=graph, config=session_config(threads)) as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(out)
+      best = float("inf")
+      for _ in range(3):
+        start = time.perf_counter()
+        sess.run(out)
+        best = min(best, time.perf_counter() - start)
+  return 2.0 * size ** 3 * steps / best
+
+
+def top_ops(run_metadata: tf.RunMetadata, n: int = 12) -> List[Dict]:
+  """The ops that took the most time in a traced step.
+
+  Nodes are grouped by TF op type and lowered name (mtf op path with layer
+  and slice numbers removed), so both layers' copies of an op add up.
+
+  Args:
+    run_metadata: from a FULL_TRACE run.
+    n: how many to return.
+
+  Returns:
+    [{"op": ..., "ms": ..., "count": ...}] sorted by time, descending.
+  """
+  totals = {}
+  for dev in run_metadata.step_stats.dev_stats:
+    for node in dev.node_stats:
+      key = _op_key(node)
+      ms_, count = totals.get(key, (0.0, 0))
+      totals[key] = (ms_ + node.op_end_rel_micros / 1000.0, count + 1)
+  rows = [{"op": k, "ms": round(v[0], 2), "count": v[1]}
+          for k, v in totals.items()]
+  rows.sort(key=lambda r: -r["ms"])
+  return rows[:n]
