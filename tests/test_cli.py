@@ -1,0 +1,253 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Round trip through the stock `t5_mesh_transformer` console script.
+
+A tiny encoder-decoder is trained for a few steps on `pydocs_span_corruption`
+(once per attention variant, shared by the tests of this module), then
+evaluated (`perplexity_eval.gin`) and asked to decode a file (`infer.gin`),
+each as its own CLI process, exactly as a user would run them. Bad command
+lines must fail with a message that says what is wrong.
+"""
+
+import concurrent.futures
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow.compat.v1 as tf
+
+from mtf_synthesizer import cli_checks
+
+CLI = os.path.join(os.path.dirname(sys.executable), "t5_mesh_transformer")
+SEQ = 64
+STEPS = 4
+INPUTS = ["The \"assert\" statement is a convenient way to insert",
+          "A class definition defines a class object."]
+_GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(cli_checks.__file__)),
+                        "gin", "synthesizer")
+VARIANTS = ["vanilla"] + (
+    ["random"] if os.path.isfile(os.path.join(_GIN_DIR, "random.gin")) else [])
+
+
+def command(model_dir, variant="vanilla", *extra):
+  """A stock CLI command line for the tiny model."""
+  cmd = [
+      CLI, "--module_import=mtf_synthesizer", "--module_import=t5_tasks",
+      "--model_dir=" + model_dir,
+      "--gin_file=dataset.gin", "--gin_file=models/t5.1.1.tiny.gin",
+  ]
+  if variant != "vanilla":
+    cmd += ["--gin_file=synthesizer/%s.gin" % variant,
+            "--gin_param=SynthesizerAttention.max_length = %d" % SEQ]
+  cmd += [
+      "--gin_param=MIXTURE_NAME = 'pydocs_span_corruption'",
+      "--gin_param=d_model = 32", "--gin_param=d_ff = 64",
+      "--gin_param=num_layers = 2", "--gin_param=num_heads = 2",
+      "--gin_param=utils.run.mesh_shape = ''",
+      "--gin_param=utils.run.mesh_devices = ['']",
+      "--gin_param=utils.run.sequence_length = "
+      "{'inputs': %d, 'targets': %d}" % (SEQ, SEQ),
+      "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)" % (4 * SEQ),
+      "--gin_param=utils.run.train_steps = %d" % STEPS,
+      "--gin_param=utils.run.save_checkpoints_steps = %d" % STEPS,
+  ]
+  return cmd + list(extra)
+
+
+def run(cmd):
+  return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
+def _tail(proc, n=3000):
+  return "exit %d\n%s" % (proc.returncode, proc.stderr[-n:])
+
+
+def _scalars(event_dir):
+  """{tag: [(step, value)]} from the TF event files directly in a folder."""
+  out = {}
+  for name in sorted(tf.io.gfile.listdir(event_dir)):
+    if not name.startswith("events.out.tfevents"):
+      continue
+    for event in tf.train.summary_iterator(os.path.join(event_dir, name)):
+      for value in event.summary.value:
+        if value.HasField("simple_value"):
+          out.setdefault(value.tag, []).append(
+              (event.step, value.simple_value))
+  return out
+
+
+def _parallel(fn, items, workers=2):
+  with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+    return dict(zip(items, pool.map(fn, items)))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+  """Trains every variant, then evaluates and decodes with each."""
+  root = tmp_path_factory.mktemp("cli")
+  input_file = root / "inputs.txt"
+  input_file.write_text("\n".join(INPUTS) + "\n")
+
+  def train(variant):
+    return run(command(str(root / variant), variant))
+
+  trained = _parallel(train, VARIANTS)
+
+  def after(job):
+    variant, mode = job
+    model_dir = str(root / variant)
+    if trained[variant].returncode != 0:
+      return None
+    if mode == "eval":
+      return run(command(
+          model_dir, variant, "--gin_file=perplexity_eval.gin",
+          "--gin_param=eval_checkpoint_step = -1",
+          "--gin_param=utils.run.dataset_split = 'validation'",
+          "--gin_param=utils.run.perplexity_eval_steps = 5"))
+    return run(command(
+        model_dir, variant, "--gin_file=infer.gin",
+        "--gin_param=infer_checkpoint_step = -1",
+        "--gin_param=input_filename = '%s'" % input_file,
+        "--gin_param=output_filename = '%s'" % (root / (variant + ".out"))))
+
+  later = _parallel(after, [(v, m) for v in VARIANTS for m in ("eval", "infer")])
+  return {"root": root, "train": trained, "after": later}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_train_writes_a_checkpoint(runs, variant):
+  proc = runs["train"][variant]
+  assert proc.returncode == 0, _tail(proc)
+  model_dir = str(runs["root"] / variant)
+  latest = tf.train.latest_checkpoint(model_dir)
+  assert latest and latest.endswith("model.ckpt-%d" % STEPS)
+  names = dict(tf.train.list_variables(latest))
+  assert names["global_step"] == []
+  # Byte vocabulary with 100 sentinels: 359 ids (mesh may pad the rows).
+  embedding = [s for n, s in names.items() if n.startswith("shared/embedding")
+               and "slot" not in n]
+  assert embedding and 359 <= embedding[0][0] < 512
+  attention = "SelfAttention" if variant == "vanilla" else "SynthesizerAttention"
+  assert any("encoder/block_000/layer_000/%s/" % attention in n for n in names)
+  if variant == "random":
+    assert names["encoder/block_000/layer_000/SynthesizerAttention/random/R"
+                 ] == [2, SEQ, SEQ]
+  losses = _scalars(model_dir).get("loss", [])
+  assert losses and all(math.isfinite(v) for _, v in losses)
+  assert max(s for s, _ in losses) >= STEPS - 1
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_eval_writes_validation_metrics(runs, variant):
+  proc = runs["after"][(variant, "eval")]
+  assert proc is not None and proc.returncode == 0, proc and _tail(proc)
+  model_dir = runs["root"] / variant
+  eval_dirs = [d for d in os.listdir(model_dir)
+               if d.startswith("eval_pydocs_span_corruption_validation")]
+  assert len(eval_dirs) == 1, os.listdir(model_dir)
+  scalars = _scalars(str(model_dir / eval_dirs[0]))
+  (step, nlp), = scalars["neg_log_perplexity"]
+  assert step == STEPS
+  # Cross-entropy per target token, in nats: positive and finite.
+  assert math.isfinite(nlp) and nlp < 0
+  assert scalars["num_eval_tokens"][0][1] > 0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_infer_decodes_the_input_file(runs, variant):
+  proc = runs["after"][(variant, "infer")]
+  assert proc is not None and proc.returncode == 0, proc and _tail(proc)
+  output = runs["root"] / ("%s.out-%d" % (variant, STEPS))
+  assert output.exists(), os.listdir(runs["root"])
+  lines = output.read_text().split("\n")
+  if lines[-1] == "":
+    lines.pop()
+  assert len(lines) == len(INPUTS)
+  assert "decoded 1:" in proc.stderr
+
+
+# --- bad command lines ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+  root = tmp_path_factory.mktemp("bad")
+  a_file = root / "a_file"
+  a_file.write_text("not a directory\n")
+  jobs = {
+      "gin": command(str(root / "gin"), "vanilla",
+                     "--gin_file=synthesizer/nonexistent.gin"),
+      "model_dir": command(str(a_file / "sub")),
+      "empty": command(
+          str(root / "empty"), "vanilla",
+          "--gin_param=pydocs.corpus_options.validation_percent = 100"),
+  }
+  procs = _parallel(lambda k: run(jobs[k]), sorted(jobs), workers=3)
+  return {"root": root, "a_file": a_file, "procs": procs}
+
+
+def _last_lines(proc, n=12):
+  return "\n".join(proc.stderr.strip().splitlines()[-n:])
+
+
+def test_unknown_gin_file_names_file_and_search_path(bad_runs):
+  proc = bad_runs["procs"]["gin"]
+  assert proc.returncode != 0
+  tail = _last_lines(proc)
+  assert "synthesizer/nonexistent.gin" in tail
+  # The search path includes the package's own gin folder.
+  assert os.path.dirname(_GIN_DIR) in tail, tail
+  assert not os.path.exists(bad_runs["root"] / "gin" / "model.ckpt-0.index")
+
+
+def test_model_dir_under_a_file_fails_clearly(bad_runs):
+  proc = bad_runs["procs"]["model_dir"]
+  assert proc.returncode != 0
+  tail = _last_lines(proc)
+  assert str(bad_runs["a_file"]) in tail
+  assert "not a directory" in tail
+  assert bad_runs["a_file"].read_text() == "not a directory\n"
+
+
+def test_empty_split_fails_clearly(bad_runs):
+  proc = bad_runs["procs"]["empty"]
+  assert proc.returncode != 0
+  tail = _last_lines(proc)
+  assert "EmptySplitError" in tail
+  assert "'train' is empty" in tail
+  assert "validation_percent=100" in tail
+
+
+# --- cli_checks, in process -------------------------------------------------
+
+
+def test_check_model_dir(tmp_path):
+  a_file = tmp_path / "f"
+  a_file.write_text("x")
+  with pytest.raises(cli_checks.CliError, match="not a directory"):
+    cli_checks.check_model_dir(str(a_file / "sub" / "deeper"))
+  with pytest.raises(cli_checks.CliError, match="not a directory"):
+    cli_checks.check_model_dir(str(a_file))
+  with pytest.raises(cli_checks.CliError, match="empty"):
+    cli_checks.check_model_dir("")
+  good = tmp_path / "new" / "model"
+  cli_checks.check_model_dir(str(good))
+  assert good.is_dir() and not os.listdir(good)
+  cli_checks.check_model_dir("gs://bucket/unchecked")
+
+
+def test_check_gin_files(tmp_path):
+  cli_checks.check_gin_files(["models/t5.1.1.tiny.gin", "anything.gin"])
+  existing = cli_checks.variant_files()
+  assert "synthesizer/vanilla.gin" in existing
+  cli_checks.check_gin_files(existing)
+  with pytest.raises(cli_checks.CliError) as err:
+    cli_checks.check_gin_files(["synthesizer/nonexistent.gin"],
+                               search_path=[str(tmp_path),
+                                            cli_checks.GIN_DIR])
+  message = str(err.value)
+  assert "synthesizer/nonexistent.gin" in message
+  assert str(tmp_path) in message and cli_checks.GIN_DIR in message
+  assert "synthesizer/vanilla.gin" in message
