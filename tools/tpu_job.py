@@ -103,10 +103,12 @@ class Experiment:
 
   Attributes:
     train_mixture: mixture or task of the pretrain stage.
-    train_lengths: sequence lengths (inputs, targets) of that stage.
+    train_lengths: sequence lengths (inputs, targets) of that stage; inputs
+      None for a language model.
     finetune_mixture: mixture of the finetune stage (None: no finetuning).
     finetune_lengths: its sequence lengths.
     train_steps: default steps of the pretrain stage.
+    model_type: `utils.run.model_type`: "bitransformer" or "lm".
     paper: where the paper reports it.
   """
   train_mixture: str
@@ -114,23 +116,34 @@ class Experiment:
   finetune_mixture: Optional[str] = None
   finetune_lengths: tuple = (512, 128)
   train_steps: int = 524288
+  model_type: str = "bitransformer"
   paper: str = ""
 
 
-# Mixture names: `t5_tasks` registers the `synth_*` ones; the others are
-# t5's own (registered by t5.data.mixtures, which t5_tasks imports).
+# Mixture and task names as `t5_tasks` registers them.
 EXPERIMENTS = {
     "c4_glue_superglue": Experiment(
-        "c4_v220_span_corruption", (512, 114),
+        "synth_c4_span_corruption", (512, 114),
         "synth_glue_super_glue_proportional", (512, 128), 524288,
         "Tables 4-6: C4 span corruption, then GLUE + SuperGLUE co-trained"),
-    "wmt_ende": Experiment("wmt_t2t_ende_v003", (256, 256), None,
+    "wmt_ende": Experiment("synth_wmt14_ende", (256, 256), None,
                            train_steps=262144, paper="Table 2: WMT'14 En-De"),
-    "wmt_enfr": Experiment("wmt14_enfr_v003", (256, 256), None,
+    "wmt_enfr": Experiment("synth_wmt14_enfr", (256, 256), None,
                            train_steps=262144, paper="Table 2: WMT'14 En-Fr"),
-    "cnn_dm": Experiment("cnn_dailymail_v002", (512, 128), None,
+    "lm1b": Experiment("synth_lm1b", (None, 512), None, train_steps=262144,
+                       model_type="lm",
+                       paper="Table 2: LM1B, decoder-only language model"),
+    "cnn_dm": Experiment("synth_cnn_dailymail", (512, 128), None,
                          train_steps=262144,
                          paper="Table 3: CNN/Dailymail summarization"),
+    "personachat": Experiment("synth_personachat", (512, 128), None,
+                              train_steps=262144,
+                              paper="Table 3: PersonaChat dialogue"),
+    "ag_news": Experiment("synth_ag_news", (512, 16), None,
+                          train_steps=65536,
+                          paper="Table 7: AG News classification"),
+    "imdb": Experiment("synth_imdb", (512, 16), None, train_steps=65536,
+                       paper="Table 7: IMDb sentiment classification"),
 }
 
 DEFAULT_FINETUNE_STEPS = 262144  # 2**18, T5's finetuning length.
@@ -211,7 +224,7 @@ class Job:
     """Fails early when the model does not split over the mesh."""
     heads, d_ff = _MODEL_DIMS[self.t5_version][self.model_size]
     lengths = [self.exp.train_lengths, self.exp.finetune_lengths]
-    batch = min(TOKENS_PER_BATCH // max(l) for l in lengths)
+    batch = min(TOKENS_PER_BATCH // max(n for n in l if n) for l in lengths)
     mesh_defaults.check_divisible(
         {"heads": heads, "d_ff": d_ff, "vocab": _VOCAB_SIZE,
          "batch": batch},
@@ -228,19 +241,25 @@ class Job:
             "--module_import=t5_tasks"]
 
   def _mesh_params(self, lengths: tuple) -> List[str]:
-    inputs, targets = lengths
     params = [
         "utils.tpu_mesh_shape.tpu_topology = %s" % _q(self.tpu_topology),
         "utils.tpu_mesh_shape.model_parallelism = %d" %
         self.model_parallelism,
         "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
-        "SynthesizerAttention.max_length = %d" % max(inputs, targets),
+        "SynthesizerAttention.max_length = %d" % max(
+            l for l in lengths if l),
     ]
+    if self.exp.model_type != "bitransformer":
+      params.append("utils.run.model_type = %s" % _q(self.exp.model_type))
     return ["--gin_param=%s" % p for p in params]
 
   def _lengths(self, lengths: tuple) -> str:
+    inputs, targets = lengths
+    if inputs is None:
+      return ("--gin_param=utils.run.sequence_length = {'targets': %d}" %
+              targets)
     return ("--gin_param=utils.run.sequence_length = "
-            "{'inputs': %d, 'targets': %d}" % lengths)
+            "{'inputs': %d, 'targets': %d}" % (inputs, targets))
 
   def _extra(self) -> List[str]:
     return ["--gin_param=%s" % p for p in self.extra_gin_params]
@@ -299,7 +318,9 @@ class Job:
     """Perplexity of the pretrained model; decodes of the finetuned one."""
     exp = self.exp
     if exp.finetune_mixture is None:
-      return [self._eval(self.pretrain_dir, exp.train_mixture, "eval.gin",
+      gin_file = ("perplexity_eval.gin" if exp.model_type == "lm"
+                  else "eval.gin")
+      return [self._eval(self.pretrain_dir, exp.train_mixture, gin_file,
                          exp.train_lengths)]
     return [
         self._eval(self.pretrain_dir, exp.train_mixture,

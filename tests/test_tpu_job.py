@@ -1,0 +1,249 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""tools/tpu_job.py: the dry run prints the right commands and runs nothing.
+
+The expectations come from outside the tool: T5's and mtf_synthesizer's gin
+files on disk, the task registry, mesh's own `tpu_mesh_shape`, the paper's
+settings (524288 pretraining steps on a 2x2 v3 slice).
+"""
+
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import shlex
+import socket
+import subprocess
+
+import pytest
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SPEC = importlib.util.spec_from_file_location(
+    "tpu_job", os.path.join(_ROOT, "tools", "tpu_job.py"))
+tpu_job = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(tpu_job)
+
+_T5_GIN = os.path.join(os.path.dirname(importlib.util.find_spec("t5").origin),
+                       "models", "gin")
+_SYNTH_GIN = os.path.join(_ROOT, "mtf_synthesizer", "gin")
+
+_BASE_ARGS = ["--dry_run", "--tpu=synth-tpu", "--zone=europe-west4-a",
+              "--gcp_project=proj-1", "--bucket=gs://bkt/exp"]
+
+
+def _dry_run(monkeypatch, *args):
+  """Runs the tool's main with --dry_run; no socket, no subprocess allowed."""
+
+  def forbidden(*a, **k):
+    raise AssertionError("network or subprocess used in a dry run: %r" % (a,))
+  monkeypatch.setattr(socket, "socket", forbidden)
+  monkeypatch.setattr(socket, "create_connection", forbidden)
+  monkeypatch.setattr(subprocess, "Popen", forbidden)
+  monkeypatch.setattr(subprocess, "run", forbidden)
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    status = tpu_job.main(_BASE_ARGS + list(args))
+  assert status == 0
+  return out.getvalue()
+
+
+def _commands(text):
+  """Parses the printed commands back into argv lists (as a shell would)."""
+  text = re.sub(r"^#.*$", "", text, flags=re.M)
+  return [shlex.split(c.replace("\\\n", " "))
+          for c in re.split(r"\n(?=\S)", text.strip()) if c.strip()]
+
+
+def _t5_commands(text):
+  return [c for c in _commands(text) if c[0] == "t5_mesh_transformer"]
+
+
+def _gin_params(argv):
+  return [a[len("--gin_param="):] for a in argv
+          if a.startswith("--gin_param=")]
+
+
+def _gin_files(argv):
+  return [a[len("--gin_file="):] for a in argv if a.startswith("--gin_file=")]
+
+
+def _flag(argv, name):
+  values = [a.split("=", 1)[1] for a in argv if a.startswith(name + "=")]
+  assert len(values) == 1, (name, argv)
+  return values[0]
+
+
+def _gin_file_exists(path):
+  if path.startswith("gs://"):
+    return True
+  return any(os.path.exists(os.path.join(d, path))
+             for d in (_T5_GIN, _SYNTH_GIN))
+
+
+def test_table4_setting_pretrain_finetune_eval(monkeypatch):
+  text = _dry_run(monkeypatch, "--tpu_topology=2x2", "--variant=random",
+                  "--model_size=base", "--stage=all")
+  cmds = _t5_commands(text)
+  assert len(cmds) == 4  # pretrain, finetune, 2 evals
+  pretrain, finetune, ppl_eval, glue_eval = cmds
+  for c in cmds:
+    assert _flag(c, "--tpu") == "synth-tpu"
+    assert _flag(c, "--gcp_project") == "proj-1"
+    assert _flag(c, "--tpu_zone") == "europe-west4-a"
+    assert _flag(c, "--model_dir").startswith("gs://bkt/exp/")
+    assert [a for a in c if a.startswith("--module_import")] == [
+        "--module_import=mtf_synthesizer", "--module_import=t5_tasks"]
+    params = _gin_params(c)
+    assert "utils.tpu_mesh_shape.tpu_topology = '2x2'" in params
+    # T5 base: model parallelism 2 (T5's notebook for an 8-core slice).
+    assert "utils.tpu_mesh_shape.model_parallelism = 2" in params
+    assert ("utils.run.layout_rules = "
+            "'heads:model,batch:batch,d_ff:model,vocab:model'") in params
+    assert all(_gin_file_exists(f) for f in _gin_files(c)), _gin_files(c)
+    # The gin route, not the Model API (--mode).
+    assert not any(a.split("=")[0] == "--mode" for a in c)
+  # Pretraining: the model gin, then the variant file.
+  files = _gin_files(pretrain)
+  assert files.index("synthesizer/random.gin") > files.index(
+      "models/t5.1.0.base.gin")
+  assert "utils.run.train_steps = 524288" in _gin_params(pretrain)
+  assert "MIXTURE_NAME = 'synth_c4_span_corruption'" in _gin_params(pretrain)
+  assert ("MIXTURE_NAME = 'synth_glue_super_glue_proportional'" in
+          _gin_params(finetune))
+  pre_dir = _flag(pretrain, "--model_dir")
+  # Finetuning: the pretrained operative config, then the variant file
+  # again; the pretrained checkpoint; absolute steps.
+  files = _gin_files(finetune)
+  op = pre_dir + "/operative_config.gin"
+  assert files.index("synthesizer/random.gin") > files.index(op)
+  params = _gin_params(finetune)
+  assert ("utils.run.init_checkpoint = '%s/model.ckpt-524288'" % pre_dir
+          in params)
+  assert "utils.run.train_steps = %d" % (524288 + 262144) in params
+  assert _flag(finetune, "--model_dir") != pre_dir
+  # Evaluations: perplexity of the pretrained model, decodes of the
+  # finetuned one, each after its own operative config.
+  assert _flag(ppl_eval, "--model_dir") == pre_dir
+  assert "perplexity_eval.gin" in _gin_files(ppl_eval)
+  assert _flag(glue_eval, "--model_dir") == _flag(finetune, "--model_dir")
+  assert "eval.gin" in _gin_files(glue_eval)
+  for c in (ppl_eval, glue_eval):
+    files = _gin_files(c)
+    assert files[0] == _flag(c, "--model_dir") + "/operative_config.gin"
+    assert files.index("synthesizer/random.gin") > 0
+  # The gcloud and TensorBoard commands.
+  gcloud = [c for c in _commands(text) if c[0] == "gcloud"]
+  assert gcloud == [["gcloud", "compute", "tpus", "tpu-vm", "create",
+                     "synth-tpu", "--zone=europe-west4-a",
+                     "--project=proj-1", "--accelerator-type=v3-8",
+                     "--version=tpu-vm-tf-2.15.1-se"]]
+  board = [c for c in _commands(text) if c[0] == "tensorboard"]
+  assert board and board[0][1].startswith("--logdir=gs://bkt/exp/")
+
+
+@pytest.mark.parametrize("size,topology,mp", [
+    ("small", "v3-8", 1), ("base", "v3-8", 2), ("large", "v3-8", 8),
+    ("3B", "v3-32", 8), ("11B", "v3-32", 16), ("11B", "v3-8", 8),
+    ("11B", "4x4", 16)])
+def test_model_parallelism_per_size(monkeypatch, size, topology, mp):
+  text = _dry_run(monkeypatch, "--tpu_topology=" + topology,
+                  "--model_size=" + size, "--stage=pretrain")
+  (cmd,) = _t5_commands(text)
+  params = _gin_params(cmd)
+  assert "utils.tpu_mesh_shape.model_parallelism = %d" % mp in params
+  assert "utils.tpu_mesh_shape.tpu_topology = '%s'" % topology in params
+  assert "models/t5.1.0.%s.gin" % size in _gin_files(cmd)
+
+
+@pytest.mark.parametrize("topology,accelerator,version", [
+    ("v3-8", "v3-8", "tpu-vm-tf-2.15.1-se"),
+    ("v3-32", "v3-32", "tpu-vm-tf-2.15.1-pod-se"),
+    ("4x4", "v3-32", "tpu-vm-tf-2.15.1-pod-se")])
+def test_gcloud_accelerator(monkeypatch, topology, accelerator, version):
+  text = _dry_run(monkeypatch, "--tpu_topology=" + topology,
+                  "--stage=pretrain")
+  (gcloud,) = [c for c in _commands(text) if c[0] == "gcloud"]
+  assert "--accelerator-type=" + accelerator in gcloud
+  assert "--version=" + version in gcloud
+
+
+@pytest.mark.parametrize("variant", tpu_job.VARIANTS)
+def test_every_variant_file_exists_and_follows_model_gin(monkeypatch,
+                                                         variant):
+  assert os.path.exists(os.path.join(_SYNTH_GIN, "synthesizer",
+                                     variant + ".gin"))
+  text = _dry_run(monkeypatch, "--variant=" + variant, "--stage=pretrain",
+                  "--t5_version=1.1", "--model_size=large")
+  (cmd,) = _t5_commands(text)
+  files = _gin_files(cmd)
+  assert files.index("synthesizer/%s.gin" % variant) > files.index(
+      "models/t5.1.1.large.gin")
+
+
+def test_t5_1_1_names_3b_and_11b_xl_and_xxl(monkeypatch):
+  text = _dry_run(monkeypatch, "--t5_version=1.1", "--model_size=11B",
+                  "--tpu_topology=v3-32", "--stage=pretrain")
+  assert "models/t5.1.1.xxl.gin" in _gin_files(_t5_commands(text)[0])
+
+
+def _model_gin_value(path, name):
+  """Reads `name = value` from a T5 model gin file, following includes."""
+  with open(os.path.join(_T5_GIN, path)) as f:
+    text = f.read()
+  found = re.findall(r"^%s\s*=\s*(\d+)" % name, text, flags=re.M)
+  if found:
+    return int(found[-1])
+  include = re.findall(r"^include '([^']+)'", text, flags=re.M)
+  return _model_gin_value(include[-1], name) if include else None
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1"])
+def test_model_dimensions_match_t5_gin_files(version):
+  # The divisibility check uses the heads and d_ff of T5's own files.
+  for size, gin_file in tpu_job._MODEL_GIN[version].items():  # pylint: disable=protected-access
+    want = (_model_gin_value(gin_file, "num_heads"),
+            _model_gin_value(gin_file, "d_ff"))
+    assert tpu_job._MODEL_DIMS[version][size] == want, (version, size)  # pylint: disable=protected-access
+
+
+def test_indivisible_model_parallelism_is_a_clear_error(capsys):
+  # T5 1.1 small has 6 heads: 4-way model parallelism cannot split them.
+  status = tpu_job.main(_BASE_ARGS + ["--t5_version=1.1", "--model_size=small",
+                                      "--model_parallelism=4"])
+  assert status == 2
+  err = capsys.readouterr().err
+  assert "'heads' of size 6" in err and "'model' of size 4" in err
+  status = tpu_job.main(_BASE_ARGS + ["--model_parallelism=16",
+                                      "--tpu_topology=v3-8"])
+  assert status == 2
+  assert "does not divide the 8 cores" in capsys.readouterr().err
+
+
+def test_bucket_must_be_gcs(capsys):
+  assert tpu_job.main(["--dry_run", "--tpu=t", "--zone=z", "--gcp_project=p",
+                       "--bucket=/local/dir"]) == 2
+  assert "gs://" in capsys.readouterr().err
+
+
+def test_mixture_names_are_registered():
+  import seqio  # pylint: disable=g-import-not-at-top
+  import t5_tasks  # pylint: disable=g-import-not-at-top,unused-import
+  names = set()
+  for exp in tpu_job.EXPERIMENTS.values():
+    names.add(exp.train_mixture)
+    if exp.finetune_mixture:
+      names.add(exp.finetune_mixture)
+  for name in sorted(names):
+    assert seqio.get_mixture_or_task(name) is not None, name
+
+
+def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
+    tmp_path, capsys):
+  log = tmp_path / "log"
+  ok = ["sh", "-c", "echo ran-$0 >> %s; echo out-$0" % log, "a"]
+  bad = ["sh", "-c", "echo ran-$0 >> %s; exit 3" % log, "b"]
+  never = ["sh", "-c", "echo ran-$0 >> %s" % log, "c"]
+  assert tpu_job.run_commands([ok, bad, never]) == 3
+  assert log.read_text().split() == ["ran-a", "ran-b"]
+  assert "out-a" in capsys.readouterr().out
