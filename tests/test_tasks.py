@@ -6,6 +6,7 @@ Everything runs offline: TFDS datasets are replaced by generated examples
 (`tfds.testing.mock_data`) and the vocabulary by `seqio.ByteVocabulary`
 (id = byte + 3, EOS = 1) or the SentencePiece model shipped inside seqio.
 """
+# pylint: disable=redefined-outer-name
 
 import importlib
 import json
@@ -86,7 +87,7 @@ def byte_vocab():
 
 
 @pytest.fixture(scope="module")
-def mock_tfds(byte_vocab):  # pylint: disable=redefined-outer-name
+def mock_tfds(byte_vocab):
   del byte_vocab
   with tfds.testing.mock_data(num_examples=3):
     yield
@@ -125,7 +126,8 @@ def test_registry_holds_every_task_and_mixture():
       assert isinstance(feature.vocabulary, vocabulary.LazyVocabulary), name
 
 
-def test_registration_does_not_choose_vocabulary(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_registration_does_not_choose_vocabulary():
   # With a vocabulary that cannot be built, registering the tasks again and
   # building every mixture (seqio compares the tasks' vocabularies) must not
   # touch it; the first real use must fail.
@@ -166,7 +168,8 @@ def test_mixture_rates_are_training_set_sizes():
 # ------------------------------ vocabulary ----------------------------------
 
 
-def test_default_is_t5_sentencepiece(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_default_is_t5_sentencepiece():
   vocab = vocabulary.get_vocabulary()
   assert isinstance(vocab, seqio.SentencePieceVocabulary)
   assert vocab.sentencepiece_model_file == (
@@ -174,7 +177,8 @@ def test_default_is_t5_sentencepiece(clean_vocab):  # pylint: disable=redefined-
   assert vocab._extra_ids == 100  # pylint: disable=protected-access
 
 
-def test_env_byte(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_env_byte():
   os.environ[vocabulary.ENV_VAR] = "byte"
   lazy = vocabulary.VOCABULARY
   assert lazy.vocab_size == BYTE_VOCAB_SIZE
@@ -187,7 +191,8 @@ def test_env_byte(clean_vocab):  # pylint: disable=redefined-outer-name,unused-a
   assert lazy != seqio.ByteVocabulary(extra_ids=0)
 
 
-def test_env_path_matches_sentencepiece(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_env_path_matches_sentencepiece():
   path = _spm_path()
   os.environ[vocabulary.ENV_VAR] = path
   processor = sentencepiece.SentencePieceProcessor(model_file=path)
@@ -200,7 +205,8 @@ def test_env_path_matches_sentencepiece(clean_vocab):  # pylint: disable=redefin
   assert lazy.decode(ids + [1, 5]) == processor.decode(ids)
 
 
-def test_gin_overrides_env(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_gin_overrides_env():
   os.environ[vocabulary.ENV_VAR] = _spm_path()
   gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.name", "byte")
   gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.extra_ids", 7)
@@ -208,14 +214,16 @@ def test_gin_overrides_env(clean_vocab):  # pylint: disable=redefined-outer-name
   assert isinstance(vocabulary.VOCABULARY.delegate, seqio.ByteVocabulary)
 
 
-def test_gin_file_syntax(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_gin_file_syntax():
   gin.parse_config(
       f"t5_tasks.vocabulary.get_vocabulary.name = '{_spm_path()}'")
   assert isinstance(vocabulary.VOCABULARY.delegate,
                     seqio.SentencePieceVocabulary)
 
 
-def test_choice_is_made_once_and_reset(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_choice_is_made_once_and_reset():
   os.environ[vocabulary.ENV_VAR] = "byte"
   assert vocabulary.VOCABULARY.vocab_size == BYTE_VOCAB_SIZE
   os.environ[vocabulary.ENV_VAR] = _spm_path()
@@ -224,13 +232,15 @@ def test_choice_is_made_once_and_reset(clean_vocab):  # pylint: disable=redefine
   assert vocabulary.VOCABULARY.vocab_size != BYTE_VOCAB_SIZE
 
 
-def test_bad_path_fails_clearly(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_bad_path_fails_clearly():
   os.environ[vocabulary.ENV_VAR] = "/no/such/file.model"
   with pytest.raises(ValueError, match="MTF_SYNTH_VOCAB"):
     _ = vocabulary.VOCABULARY.eos_id
 
 
-def test_equality_hash_and_pickle(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_equality_hash_and_pickle():
   a, b = vocabulary.LazyVocabulary(), vocabulary.LazyVocabulary()
   assert a == b and not a != b  # pylint: disable=unneeded-not
   assert not vocabulary.is_resolved()
@@ -252,7 +262,8 @@ def test_equality_hash_and_pickle(clean_vocab):  # pylint: disable=redefined-out
   assert copy != a
 
 
-def test_mesh_get_vocabulary(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_mesh_get_vocabulary():
   import mesh_tensorflow.transformer.utils as mtf_utils  # pylint: disable=g-import-not-at-top
   import t5.models.utils  # pylint: disable=g-import-not-at-top
   os.environ[vocabulary.ENV_VAR] = "byte"
@@ -282,7 +293,8 @@ MOCK_TASKS = (
 
 
 @pytest.mark.parametrize("name,split", MOCK_TASKS)
-def test_preprocessing_on_mock_data(mock_tfds, name, split):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("mock_tfds")
+def test_preprocessing_on_mock_data(name, split):
   task = seqio.get_mixture_or_task(name)
   examples = _examples(name, split)
   assert examples, name
@@ -304,7 +316,8 @@ def test_preprocessing_on_mock_data(mock_tfds, name, split):  # pylint: disable=
         assert _byte_text(body) == text
 
 
-def test_glue_and_translation_formats(mock_tfds):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("mock_tfds")
+def test_glue_and_translation_formats():
   for ex in _examples("synth_glue_cola", "validation"):
     assert ex["inputs_pretokenized"].startswith(b"cola sentence: ")
     assert ex["targets_pretokenized"] in (b"acceptable", b"unacceptable")
@@ -324,7 +337,8 @@ def test_glue_and_translation_formats(mock_tfds):  # pylint: disable=redefined-o
     assert ex["inputs_pretokenized"].startswith(b"summarize: ")
 
 
-def test_lm1b_is_targets_only(mock_tfds):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("mock_tfds")
+def test_lm1b_is_targets_only():
   task = seqio.get_mixture_or_task("synth_lm1b")
   assert set(task.output_features) == {"targets"}
   raw = list(task.source.get_dataset("test", shuffle=False)
@@ -339,7 +353,8 @@ def test_lm1b_is_targets_only(mock_tfds):  # pylint: disable=redefined-outer-nam
      ["title", "description"]),
     ("synth_imdb", ["negative", "positive"], ["text"]),
 ])
-def test_classification_label_mapping(mock_tfds, name, labels, keys):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("mock_tfds")
+def test_classification_label_mapping(name, labels, keys):
   # TFDS class order: ag_news_subset World, Sports, Business, Sci/Tech;
   # imdb_reviews neg, pos.
   task = seqio.get_mixture_or_task(name)
@@ -371,7 +386,8 @@ def test_classification_preprocessor_on_known_rows():
       {"inputs": b"ag_news: Chips up", "targets": b"sci/tech"}]
 
 
-def test_c4_span_corruption_reconstructs_text(mock_tfds):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("mock_tfds")
+def test_c4_span_corruption_reconstructs_text():
   task = seqio.get_mixture_or_task("synth_c4_span_corruption")
   assert task.source.tfds_dataset.name == "c4/en:3.1.0"
   raw = [ex["text"] for ex in task.source.get_dataset(
@@ -409,7 +425,8 @@ def test_c4_span_corruption_reconstructs_text(mock_tfds):  # pylint: disable=red
     assert text in b"".join(raw)
 
 
-def test_wsc_simple_on_known_example(byte_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("byte_vocab")
+def test_wsc_simple_on_known_example():
   sentence = ("Mark told Pete many lies about himself, which Pete included "
               "in his book. He should have been more truthful.")
 
@@ -450,7 +467,8 @@ def persona_dir(tmp_path):
   _set_env(dialogue.ENV_VAR, old)
 
 
-def test_personachat_formats(byte_vocab, persona_dir):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("byte_vocab")
+def test_personachat_formats(persona_dir):
   train = _examples("synth_personachat", "train")
   assert [ex["inputs_pretokenized"].decode() for ex in train] == [
       "persona: i like cats. i am a nurse. context: hi ! | hello , how are "
@@ -467,7 +485,7 @@ def test_personachat_formats(byte_vocab, persona_dir):  # pylint: disable=redefi
     _examples("synth_personachat", "test")
 
 
-def test_personachat_errors(persona_dir):  # pylint: disable=redefined-outer-name
+def test_personachat_errors(persona_dir):
   (persona_dir / "test.tsv").write_text("only one field\n")
   with pytest.raises(ValueError, match="test.tsv:1"):
     dialogue.read_examples(str(persona_dir / "test.tsv"))
@@ -544,7 +562,8 @@ def test_bleu_and_rouge_by_hand():
   assert out["rouge2"] == pytest.approx(100 * 2 * 3 / 9, abs=1e-3)
 
 
-def test_perplexity_by_hand(clean_vocab):  # pylint: disable=redefined-outer-name,unused-argument
+@pytest.mark.usefixtures("clean_vocab")
+def test_perplexity_by_hand():
   os.environ[vocabulary.ENV_VAR] = "byte"
   task = seqio.get_mixture_or_task("synth_lm1b")
   assert task.score_metric_fns == [metrics.perplexity]
