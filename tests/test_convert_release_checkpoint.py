@@ -1,0 +1,38 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The release checkpoint converter, on a checkpoint file."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import convert_release_checkpoint as tool  # pylint: disable=g-import-not-at-top
+
+
+def test_converts_a_release_checkpoint_file(tmp_path):
+  rng = np.random.RandomState(0)
+  scope = "decoder/block_000/layer_000/"
+  release_values = {
+      scope + "Synthesizer/R": rng.randn(6, 2, 6).astype(np.float32),
+      scope + "Synthesizer/R_slot_v": rng.randn(6, 2, 6).astype(np.float32),
+      scope + "Synthesizer/q": rng.randn(4, 8).astype(np.float32),
+      scope + "Synthesizer/alpha": np.array([0.3], np.float32),
+      "global_step": np.array(7, np.int64),
+  }
+  src = tool.write_checkpoint(release_values, str(tmp_path / "in" / "m"))
+  out = tool.convert(src, str(tmp_path / "out" / "m"), num_heads=2)
+  got = tool.read_checkpoint(out)
+  assert sorted(got) == sorted([
+      scope + "SynthesizerAttention/random/R",
+      scope + "SynthesizerAttention/q",
+      scope + "SynthesizerAttention/mixture/alpha_logits", "global_step"])
+  r = release_values[scope + "Synthesizer/R"]
+  # R[i, h, j] of the release is R[h, i, j] here.
+  np.testing.assert_array_equal(got[scope + "SynthesizerAttention/random/R"][
+      1, 4, 2], r[4, 1, 2])
+  np.testing.assert_array_equal(
+      got[scope + "SynthesizerAttention/mixture/alpha_logits"],
+      np.array([[0.0, 0.0], [0.3, 0.3]], np.float32))
+  assert got["global_step"] == 7
