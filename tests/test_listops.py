@@ -5,6 +5,7 @@
 import os
 import re
 
+import gin
 import numpy as np
 import pytest
 import seqio
@@ -210,3 +211,23 @@ def test_seqio_task(byte_vocab):  # pylint: disable=redefined-outer-name
   assert n == cfg.num_validation
   assert task.metric_fns[0](["1", "2", "3", "4"], ["1", "2", "0", "4"]) == {
       "accuracy": 75.0}
+
+
+def test_gin_options_reach_the_task():
+  name = "t5_tasks.listops.listops_config"
+  try:
+    gin.bind_parameter(f"{name}.num_test", 7)
+    gin.bind_parameter(f"{name}.max_length", 20)
+    gin.bind_parameter(f"{name}.num_train", 30)
+    source = seqio.get_mixture_or_task("synth_listops").source
+    assert source.num_input_examples("test") == 7
+    rows = list(source.get_dataset("test").as_numpy_iterator())
+    assert len(rows) == 7
+    for row in rows:
+      text = row["inputs"].decode()
+      assert len(text.split()) <= 20
+      assert int(row["targets"]) == reference_value(text)
+  finally:
+    gin.bind_parameter(f"{name}.num_test", 200)
+    gin.bind_parameter(f"{name}.max_length", 64)
+    gin.bind_parameter(f"{name}.num_train", 2000)
