@@ -1,0 +1,852 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+r"""Pictures of the attention of trained Synthesizer and vanilla models.
+
+Reads checkpoints written by the stock `t5_mesh_transformer` (a model_dir or
+a checkpoint path) and writes PNGs (matplotlib, Agg backend):
+
+  synthetic_<model>.png   softmax(R) (R, Fix) or softmax(R1 R2^T) (FR) per
+                          layer and head, the paper's pictures of learned
+                          synthetic attention; truncated to --length, with
+                          the causal mask in decoder stacks (--causal).
+  input_<model>.png       the attention weights on --text, per layer and
+                          head, for every model (input-dependent or not).
+  histograms.png          histograms of those weights per layer, one column
+                          per model (synthesizer and vanilla side by side).
+  mixture_<model>.png     the mixture weights alpha per layer and head.
+
+Attention on a text: the text is encoded with the byte vocabulary of
+`pydocs_span_corruption` (plus EOS) and fed to the encoder as inputs and to
+the decoder as targets (teacher forcing, inputs shifted right). By default
+(--layers=all) the real model is built with gin from the model_dir's
+`operative_config.gin` and run by mesh on CPU; the attention weights of
+every self-attention layer are recorded where the layer takes its softmax.
+With --layers=first no model is run: layer 0 of each stack is computed in
+NumPy from the checkpoint's variables (its input is the embedded token,
+RMS-normed with the layer's scale), including T5's relative position bias
+and the causal mask, which mesh adds to the synthesized logits.
+
+Usage:
+
+  python tools/attention_pictures.py --output_dir=/tmp/pictures \
+      --model=R=runs/random --model=vanilla=runs/vanilla \
+      [--text="..."] [--length=64] [--layers=all|first] [--no-causal]
+"""
+
+import argparse
+import dataclasses
+import math
+import os
+import re
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+# Variable (scope-relative) that identifies each synthesizing function, and
+# the class names the gin files use for them.
+COMPONENT_MARKERS = {
+    "random": "random/R",
+    "fixed_random": "fixed_random/R",
+    "factorized_random": "factorized_random/R1",
+    "dense": "dense/w2",
+    "factorized_dense": "factorized_dense/wa",
+    "dot_product": "k",
+}
+CLASS_TO_COMPONENT = {
+    "Random": "random", "FixedRandom": "fixed_random",
+    "FactorizedRandom": "factorized_random", "Dense": "dense",
+    "FactorizedDense": "factorized_dense", "DotProduct": "dot_product",
+}
+SHORT_NAMES = {"random": "R", "fixed_random": "Fix",
+               "factorized_random": "FR", "dense": "D",
+               "factorized_dense": "FD", "dot_product": "V"}
+INPUT_INDEPENDENT = ("random", "fixed_random", "factorized_random")
+ATTENTION_KINDS = ("SynthesizerAttention", "SelfAttention")
+DEFAULT_TEXT = "The list.sort() method sorts the list in place."
+_LAYER_RE = re.compile(
+    r"^(?P<stack>.+?)/block_(?P<block>\d+)/(?P<layer>layer_\d+)/"
+    r"(?P<kind>SynthesizerAttention|SelfAttention)/")
+
+
+@dataclasses.dataclass
+class AttentionLayer:
+  """One self-attention layer of a checkpoint.
+
+  Attributes:
+    stack: "encoder" or "decoder" (or the LM's stack name).
+    block: the block index.
+    scope: the variable scope, ".../SynthesizerAttention" or
+      ".../SelfAttention" (no trailing slash).
+    kind: "SynthesizerAttention" or "SelfAttention" (mesh's vanilla layer).
+    components: the synthesizing functions in mixture order (the order of
+      `mixture/alpha_logits`); ["dot_product"] for mesh's layer.
+    order_known: False when the mixture order could not be read from the
+      operative config (then it is the canonical order of COMPONENT_MARKERS).
+  """
+  stack: str
+  block: int
+  scope: str
+  kind: str
+  components: List[str]
+  order_known: bool = True
+
+  @property
+  def norm_scope(self) -> str:
+    """The scope of the RMS norm applied to the layer's input."""
+    return self.scope.rsplit("/", 1)[0] + "/rms_norm"
+
+  @property
+  def label(self) -> str:
+    """e.g. "encoder layer 0"."""
+    return "%s layer %d" % (self.stack, self.block)
+
+  @property
+  def short_kind(self) -> str:
+    """e.g. "R+V"; "V (mesh)" for mesh's SelfAttention."""
+    if self.kind == "SelfAttention":
+      return "V (mesh)"
+    return "+".join(SHORT_NAMES[c] for c in self.components)
+
+
+def resolve_checkpoint(path: str) -> str:
+  """Returns the checkpoint prefix for a model_dir or a checkpoint path."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  if tf.io.gfile.isdir(path):
+    ckpt = tf.train.latest_checkpoint(path)
+    if ckpt is None:
+      raise ValueError("No checkpoint in %s." % path)
+    return ckpt
+  return path
+
+
+def model_dir_of(path: str) -> str:
+  """The model_dir of a model_dir or checkpoint path."""
+  return path if os.path.isdir(path) else os.path.dirname(path)
+
+
+def load_variables(checkpoint: str) -> Dict[str, np.ndarray]:
+  """Reads the model's variables (no optimizer slots) as float64 arrays.
+
+  Args:
+    checkpoint: a model_dir or checkpoint path.
+
+  Returns:
+    Variable name -> array.
+  """
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(resolve_checkpoint(checkpoint))
+  out = {}
+  for name in reader.get_variable_to_shape_map():
+    if "_slot_" in name or name == "global_step":
+      continue
+    out[name] = np.asarray(reader.get_tensor(name)).astype(np.float64)
+  return out
+
+
+def mixture_order(operative_config: str) -> Dict[str, List[str]]:
+  """Reads the `synthesizers` bindings of SynthesizerAttention from gin text.
+
+  Args:
+    operative_config: the text of an operative_config.gin.
+
+  Returns:
+    Binding scope ("" when unscoped, e.g. "encoder") -> component names in
+    order.
+  """
+  out = {}
+  pattern = re.compile(
+      r"^(?:(?P<scope>[\w/]+)/)?(?:mtf_synthesizer\.)?SynthesizerAttention"
+      r"\.synthesizers\s*=\s*\[(?P<value>.*?)\]", re.M | re.S)
+  for match in pattern.finditer(operative_config):
+    names = re.findall(r"@(?:[\w.]*\.)?(\w+)\(\)", match.group("value"))
+    out[match.group("scope") or ""] = [CLASS_TO_COMPONENT[n] for n in names
+                                       if n in CLASS_TO_COMPONENT]
+  return out
+
+
+def find_attention_layers(
+    variables: Dict[str, np.ndarray],
+    operative_config: Optional[str] = None) -> List[AttentionLayer]:
+  """Lists the self-attention layers of a checkpoint, sorted.
+
+  Args:
+    variables: from load_variables.
+    operative_config: the model_dir's operative_config.gin text, used for
+      the order of mixture components; None: canonical order.
+
+  Returns:
+    AttentionLayers sorted by stack (encoder first) and block.
+  """
+  scopes = {}
+  for name in variables:
+    match = _LAYER_RE.match(name)
+    if match:
+      scope = name[:match.end() - 1]
+      scopes[scope] = (match.group("stack"), int(match.group("block")),
+                       match.group("kind"))
+  orders = mixture_order(operative_config or "")
+  layers = []
+  for scope, (stack, block, kind) in scopes.items():
+    if kind == "SelfAttention":
+      layers.append(AttentionLayer(stack, block, scope, kind,
+                                   ["dot_product"]))
+      continue
+    present = [c for c, marker in COMPONENT_MARKERS.items()
+               if "%s/%s" % (scope, marker) in variables]
+    order = orders.get(stack, orders.get(""))
+    known = order is not None and sorted(order) == sorted(present)
+    layers.append(AttentionLayer(stack, block, scope, kind,
+                                 order if known else present,
+                                 known or len(present) == 1))
+  rank = {"encoder": 0, "decoder": 1}
+  return sorted(layers, key=lambda l: (rank.get(l.stack, 2), l.stack,
+                                       l.block))
+
+
+def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+  """A numerically stable softmax; rows that are all -inf give zeros."""
+  top = np.max(z, axis=axis, keepdims=True)
+  top = np.where(np.isfinite(top), top, 0.0)
+  e = np.exp(z - top)
+  total = np.sum(e, axis=axis, keepdims=True)
+  return e / np.where(total > 0, total, 1.0)
+
+
+def causal_mask(length: int) -> np.ndarray:
+  """[length, length] bool: True where query i may see memory j (j <= i)."""
+  return np.tril(np.ones((length, length), bool))
+
+
+def is_causal_stack(stack: str) -> bool:
+  """Decoder (and LM) stacks are causal; the encoder is not."""
+  return stack != "encoder"
+
+
+def synthetic_logits(variables: Dict[str, np.ndarray], layer: AttentionLayer,
+                     component: str, length: int) -> np.ndarray:
+  """The input-independent logits R or R1 R2^T: [heads, length, length]."""
+  prefix = "%s/%s/" % (layer.scope, component)
+  if component in ("random", "fixed_random"):
+    return variables[prefix + "R"][:, :length, :length]
+  if component == "factorized_random":
+    r1 = variables[prefix + "R1"][:, :length]
+    r2 = variables[prefix + "R2"][:, :length]
+    return np.einsum("hik,hjk->hij", r1, r2)
+  raise ValueError("%s depends on the input." % component)
+
+
+def synthetic_attention(variables: Dict[str, np.ndarray],
+                        layer: AttentionLayer, length: int,
+                        causal: bool = False,
+                        component: Optional[str] = None) -> np.ndarray:
+  """softmax(R) or softmax(R1 R2^T) of one layer, per head.
+
+  Without T5's relative position bias: the synthetic attention itself, as in
+  the paper's figures.
+
+  Args:
+    variables: from load_variables.
+    layer: the layer.
+    length: the number of positions to keep (<= max_length).
+    causal: mask j > i (decoder stacks) before the softmax.
+    component: which input-independent function of a mixture; default: the
+      only one.
+
+  Returns:
+    [heads, length, length]; every row sums to one.
+  """
+  if component is None:
+    independent = [c for c in layer.components if c in INPUT_INDEPENDENT]
+    if len(independent) != 1:
+      raise ValueError("%s has no single input-independent synthesizer (%s)"
+                       % (layer.scope, layer.components))
+    component = independent[0]
+  logits = synthetic_logits(variables, layer, component, length)
+  if logits.shape[-1] < length:
+    raise ValueError("length %d exceeds max_length %d" % (length,
+                                                          logits.shape[-1]))
+  if causal:
+    logits = np.where(causal_mask(length), logits, -np.inf)
+  return softmax(logits)
+
+
+def mixture_weights(variables: Dict[str, np.ndarray],
+                    layer: AttentionLayer) -> Optional[np.ndarray]:
+  """alpha = softmax over components of `mixture/alpha_logits`.
+
+  Returns:
+    [components, heads], summing to one over components; None for layers
+    without learned mixture weights.
+  """
+  name = layer.scope + "/mixture/alpha_logits"
+  if name not in variables:
+    return None
+  return softmax(variables[name], axis=0)
+
+
+def encode_text(text: str) -> np.ndarray:
+  """Byte-vocabulary ids of `text` plus EOS (id 1), as the task encodes it."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  ids = list(seqio.ByteVocabulary().encode(text)) + [1]
+  return np.asarray(ids, np.int32)
+
+
+def decode_ids(ids: Sequence[int]) -> List[str]:
+  """One printable label per id (bytes as characters, EOS as </s>)."""
+  labels = []
+  for i in ids:
+    if i == 1:
+      labels.append("</s>")
+    elif i == 0:
+      labels.append("<0>")
+    elif 3 <= i < 259:
+      ch = chr(i - 3)
+      labels.append(ch if ch.isprintable() and ch != " " else "_")
+    else:
+      labels.append("<%d>" % i)
+  return labels
+
+
+def stack_input_ids(stack: str, ids: np.ndarray) -> np.ndarray:
+  """The ids a stack embeds: the text (encoder) or it shifted right."""
+  if stack == "encoder":
+    return ids
+  return np.concatenate([[0], ids[:-1]]).astype(np.int32)
+
+
+def relative_position_bucket(relative_position: np.ndarray,
+                             bidirectional: bool, num_buckets: int = 32,
+                             max_distance: int = 128) -> np.ndarray:
+  """T5's relative position buckets (mesh's `_relative_position_bucket`)."""
+  n = -relative_position
+  ret = np.zeros_like(n)
+  if bidirectional:
+    num_buckets //= 2
+    ret += (n < 0).astype(n.dtype) * num_buckets
+    n = np.abs(n)
+  else:
+    n = np.maximum(n, 0)
+  max_exact = num_buckets // 2
+  with np.errstate(divide="ignore"):
+    large = max_exact + (
+        np.log(np.maximum(n, 1) / max_exact) / math.log(
+            max_distance / max_exact) * (num_buckets - max_exact)).astype(
+                n.dtype)
+  large = np.minimum(large, num_buckets - 1)
+  return ret + np.where(n < max_exact, n, large)
+
+
+def relative_bias(variables: Dict[str, np.ndarray], layer: AttentionLayer,
+                  length: int) -> np.ndarray:
+  """T5's relative position bias for the layer: [heads, length, length].
+
+  With `bias_shared` (T5.1.1) the variable is held by block 0 of the stack;
+  zeros when the checkpoint has none.
+  """
+  own = layer.scope + "/relative_attention_bias"
+  first = re.sub(r"/block_\d+/", "/block_000/", own)
+  table = variables.get(own, variables.get(first))
+  if table is None:
+    return 0.0
+  pos = np.arange(length)
+  buckets = relative_position_bucket(
+      pos[None, :] - pos[:, None], bidirectional=not is_causal_stack(
+          layer.stack), num_buckets=table.shape[-1])
+  return table[:, buckets]
+
+
+def first_layer_input(variables: Dict[str, np.ndarray], layer: AttentionLayer,
+                      ids: np.ndarray) -> np.ndarray:
+  """The normed input of layer 0: rms_norm(embedding[ids]) * scale.
+
+  Args:
+    variables: from load_variables.
+    layer: block 0 of a stack.
+    ids: the stack's input ids (stack_input_ids).
+
+  Returns:
+    [length, d_model].
+  """
+  if layer.block != 0:
+    raise ValueError("Only layer 0's input is the embedding; run the model "
+                     "(--layers=all) for deeper layers.")
+  stack_embedding = layer.stack + "/embedding"
+  table = variables.get("shared/embedding", variables.get(stack_embedding))
+  x = table[ids]
+  scale = variables[layer.norm_scope + "/scale"]
+  return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6) * scale
+
+
+def _component_logits(variables, layer, component, x, num_heads):
+  """S(X) of one component: [heads, length, length] (x normed, [L, d])."""
+  length = x.shape[0]
+  prefix = "%s/%s/" % (layer.scope, component)
+  if component in INPUT_INDEPENDENT:
+    return synthetic_logits(variables, layer, component, length)
+  if component == "dense":
+    hidden = np.maximum(np.einsum("ld,dhk->hlk", x, variables[prefix + "w1"])
+                        + variables[prefix + "b1"][:, None], 0.0)
+    rows = (np.einsum("hlk,hkn->hln", hidden, variables[prefix + "w2"])
+            + variables[prefix + "b2"][:, None])
+    return rows[..., :length]
+  if component == "factorized_dense":
+    hidden = np.maximum(np.einsum("ld,dhk->hlk", x, variables[prefix + "w1"])
+                        + variables[prefix + "b1"][:, None], 0.0)
+    a = (np.einsum("hlk,hka->hla", hidden, variables[prefix + "wa"])
+         + variables[prefix + "ba"][:, None])
+    b = (np.einsum("hlk,hkb->hlb", hidden, variables[prefix + "wb"])
+         + variables[prefix + "bb"][:, None])
+    cols = np.arange(a.shape[-1] * b.shape[-1])
+    c = a[..., cols % a.shape[-1]] * b[..., cols // a.shape[-1]]
+    return c[..., :length]
+  if component == "dot_product":
+    q = (x @ variables[layer.scope + "/q"]).reshape(length, num_heads, -1)
+    k = (x @ variables[layer.scope + "/k"]).reshape(length, num_heads, -1)
+    return np.einsum("ihd,jhd->hij", q, k)
+  raise ValueError(component)
+
+
+def attention_from_input(variables: Dict[str, np.ndarray],
+                         layer: AttentionLayer, x: np.ndarray,
+                         causal: Optional[bool] = None) -> np.ndarray:
+  """The layer's attention weights for a normed input, in NumPy.
+
+  softmax(sum_i alpha_i S_i(X) + relative bias + causal mask), as the layer
+  computes them (eq. 8), for one unpacked, unpadded sequence.
+
+  Args:
+    variables: from load_variables.
+    layer: the layer.
+    x: [length, d_model], the layer's normed input.
+    causal: default: the stack's.
+
+  Returns:
+    [heads, length, length].
+  """
+  length = x.shape[0]
+  num_heads = num_heads_of(variables, layer)
+  alpha = mixture_weights(variables, layer)
+  if alpha is not None and not layer.order_known:
+    raise ValueError("The order of the mixture components of %s is unknown "
+                     "(no operative_config.gin)." % layer.scope)
+  logits = 0.0
+  for i, component in enumerate(layer.components):
+    term = _component_logits(variables, layer, component, x, num_heads)
+    logits = logits + (term if alpha is None else alpha[i][:, None, None]
+                       * term)
+  logits = logits + relative_bias(variables, layer, length)
+  if is_causal_stack(layer.stack) if causal is None else causal:
+    logits = np.where(causal_mask(length), logits, -np.inf)
+  return softmax(logits)
+
+
+def num_heads_of(variables: Dict[str, np.ndarray],
+                 layer: AttentionLayer) -> int:
+  """The number of heads, from a per-head variable of the layer."""
+  for suffix in ("relative_attention_bias", "mixture/alpha_logits"):
+    name = layer.scope + "/" + suffix
+    if name in variables:
+      return variables[name].shape[-1 if "alpha" in suffix else 0]
+  for component in layer.components:
+    if component in INPUT_INDEPENDENT:
+      return synthetic_logits(variables, layer, component, 1).shape[0]
+    if component in ("dense", "factorized_dense"):
+      return variables["%s/%s/w1" % (layer.scope, component)].shape[1]
+  first = re.sub(r"/block_\d+/", "/block_000/",
+                 layer.scope + "/relative_attention_bias")
+  if first in variables:
+    return variables[first].shape[0]
+  raise ValueError("Cannot tell the number of heads of %s." % layer.scope)
+
+
+def first_layer_attention(variables: Dict[str, np.ndarray],
+                          layers: Sequence[AttentionLayer],
+                          ids: np.ndarray) -> Dict[str, np.ndarray]:
+  """Attention weights of layer 0 of every stack on `ids`, in NumPy.
+
+  Returns:
+    layer scope -> [heads, length, length].
+  """
+  out = {}
+  for layer in layers:
+    if layer.block == 0:
+      x = first_layer_input(variables, layer,
+                            stack_input_ids(layer.stack, ids))
+      out[layer.scope] = attention_from_input(variables, layer, x)
+  return out
+
+
+def model_attention(model_dir: str, ids: np.ndarray,
+                    checkpoint: Optional[str] = None) -> Dict[str, np.ndarray]:
+  """Runs the real model (mesh, CPU) on `ids`; records every attention.
+
+  The Bitransformer is built with gin from `<model_dir>/operative_config.gin`
+  and restored from the checkpoint. The encoder gets `ids` as inputs, the
+  decoder as targets. While the graph is built, `mtf.softmax` is wrapped so
+  that every softmax over `memory_length` taken inside a self-attention
+  layer (mesh's or ours) is kept with its variable scope.
+
+  Args:
+    model_dir: a directory with operative_config.gin and checkpoints.
+    ids: [length] int ids.
+    checkpoint: default: the latest in model_dir.
+
+  Returns:
+    layer scope -> [heads, length, length] (batch of one removed).
+  """
+  # pylint: disable=g-import-not-at-top
+  import gin
+  import mesh_tensorflow as mtf
+  from mesh_tensorflow.transformer import utils as mtf_utils
+  import tensorflow.compat.v1 as tf
+  import t5.models.mesh_transformer  # pylint: disable=unused-import
+  import mtf_synthesizer  # pylint: disable=unused-import
+  import t5_tasks  # pylint: disable=unused-import
+  # pylint: enable=g-import-not-at-top
+  checkpoint = resolve_checkpoint(checkpoint or model_dir)
+  reader = tf.train.load_checkpoint(checkpoint)
+  shapes = reader.get_variable_to_shape_map()
+  vocab_size = shapes["shared/embedding"][0]
+  with gin.unlock_config():
+    gin.clear_config()
+    gin.parse_config_file(os.path.join(model_dir, "operative_config.gin"),
+                          skip_unknown=True)
+  variable_dtype = mtf_utils.get_variable_dtype()
+  with open(os.path.join(model_dir, "operative_config.gin")) as f:
+    match = re.search(r"run\.model_type = '(\w+)'", f.read())
+  model_type = match.group(1) if match else "bitransformer"
+  if model_type != "bitransformer":
+    raise ValueError("Only bitransformer models are supported, got %s."
+                     % model_type)
+  model = mtf_utils.build_model(
+      model_type=model_type, input_vocab_size=vocab_size,
+      output_vocab_size=shapes.get("decoder/logits/kernel",
+                                   [0, vocab_size])[1],
+      layout_rules=mtf.convert_to_layout_rules(""),
+      mesh_shape=mtf.convert_to_shape(""))
+  graph = tf.Graph()
+  with graph.as_default():
+    mtf_graph = mtf.Graph()
+    mesh = mtf.Mesh(mtf_graph, "mesh")
+    batch_dim = mtf.Dimension("batch", 1)
+    length_dim = mtf.Dimension("length", len(ids))
+    tokens = mtf.import_tf_tensor(
+        mesh, tf.constant(np.asarray(ids, np.int32)[None]),
+        mtf.Shape([batch_dim, length_dim]))
+    recorded = []
+    original = mtf.softmax
+
+    def recording_softmax(x, reduced_dim, *args, **kwargs):
+      y = original(x, reduced_dim, *args, **kwargs)
+      scope = tf.get_variable_scope().name
+      dim = reduced_dim if isinstance(reduced_dim, mtf.Dimension) else None
+      if (dim is not None and dim.name == "memory_length" and
+          any(scope.endswith(k) for k in ATTENTION_KINDS)):
+        recorded.append((scope, y))
+      return y
+
+    mtf.softmax = recording_softmax
+    try:
+      model.call_simple(inputs=tokens, targets=tokens, compute_loss=False,
+                        mode=tf.estimator.ModeKeys.EVAL,
+                        variable_dtype=variable_dtype)
+    finally:
+      mtf.softmax = original
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        shape=mtf.convert_to_shape(""), layout={}, devices=[""])
+    lowering = mtf.Lowering(mtf_graph, {mesh: mesh_impl})
+    outputs = {scope: (lowering.export_to_tf_tensor(weights),
+                       [d.name for d in weights.shape.dims])
+               for scope, weights in recorded}
+    saver = tf.train.Saver(tf.global_variables())
+    copy_to_slices = lowering.copy_masters_to_slices()
+    with tf.Session(graph=graph) as sess:
+      saver.restore(sess, checkpoint)
+      sess.run(copy_to_slices)
+      values = sess.run({s: t for s, (t, _) in outputs.items()})
+  result = {}
+  for scope, (_, names) in outputs.items():
+    # Heads first, then query length, then memory length; batch (1) merged.
+    rest = [i for i, n in enumerate(names)
+            if n not in ("length", "memory_length")]
+    value = np.transpose(values[scope], rest + [names.index("length"),
+                                                names.index("memory_length")])
+    result[scope] = value.reshape((-1,) + value.shape[-2:]).astype(np.float64)
+  return result
+
+
+# ----------------------------------------------------------------- pictures
+
+
+def _plt():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  return plt
+
+
+def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray]], path: str,
+                  title: str, tick_labels: Optional[Sequence[str]] = None,
+                  columns: int = 4, dpi: int = 100) -> str:
+  """Writes a grid of [query, memory] heatmaps to `path`.
+
+  Args:
+    panels: (panel title, [length, length] weights).
+    path: the PNG to write.
+    title: the figure title.
+    tick_labels: token labels for both axes (short sequences only).
+    columns: panels per row.
+    dpi: resolution.
+
+  Returns:
+    path.
+  """
+  plt = _plt()
+  columns = min(columns, len(panels))
+  rows = int(math.ceil(len(panels) / columns))
+  fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns,
+                                                   4.0 * rows + 0.6),
+                           squeeze=False)
+  for ax in axes.flat[len(panels):]:
+    ax.axis("off")
+  for ax, (name, weights) in zip(axes.flat, panels):
+    image = ax.imshow(weights, cmap="viridis", interpolation="nearest",
+                      vmin=0.0)
+    ax.set_title(name, fontsize=9)
+    ax.set_xlabel("memory position j", fontsize=8)
+    ax.set_ylabel("query position i", fontsize=8)
+    if tick_labels is not None and len(tick_labels) <= 48:
+      ticks = np.arange(len(tick_labels))
+      ax.set_xticks(ticks, tick_labels, fontsize=5, rotation=90)
+      ax.set_yticks(ticks, tick_labels, fontsize=5)
+    else:
+      ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(
+        labelsize=6)
+  fig.suptitle(title, fontsize=11)
+  fig.tight_layout()
+  fig.savefig(path, dpi=dpi)
+  plt.close(fig)
+  return path
+
+
+def plot_histograms(models: Dict[str, Dict[str, Tuple[str, np.ndarray]]],
+                    path: str, title: str, bins: int = 40,
+                    dpi: int = 100) -> str:
+  """Histograms of attention weights per layer, one column per model.
+
+  Args:
+    models: model name -> {layer label -> (layer kind, weights [heads, L, L])}.
+      Entries that are exactly 0 because of the causal mask are left out.
+    path: the PNG to write.
+    title: the figure title.
+    bins: histogram bins over [0, 1].
+    dpi: resolution.
+
+  Returns:
+    path.
+  """
+  plt = _plt()
+  labels = []
+  for per_layer in models.values():
+    labels += [l for l in per_layer if l not in labels]
+  fig, axes = plt.subplots(len(labels), len(models),
+                           figsize=(3.6 * len(models), 2.4 * len(labels) + 0.6),
+                           squeeze=False, sharex=True)
+  edges = np.linspace(0.0, 1.0, bins + 1)
+  for col, (model, per_layer) in enumerate(models.items()):
+    for row, label in enumerate(labels):
+      ax = axes[row, col]
+      if label not in per_layer:
+        ax.axis("off")
+        continue
+      kind, weights = per_layer[label]
+      length = weights.shape[-1]
+      visible = np.broadcast_to(
+          causal_mask(length) if is_causal_stack(label.split()[0])
+          else np.ones((length, length), bool), weights.shape)
+      ax.hist(weights[visible], bins=edges, color="C%d" % col, log=True)
+      ax.set_title("%s (%s): %s" % (model, kind, label), fontsize=8)
+      ax.tick_params(labelsize=7)
+      if row == len(labels) - 1:
+        ax.set_xlabel("attention weight", fontsize=8)
+      if col == 0:
+        ax.set_ylabel("count (log)", fontsize=8)
+  fig.suptitle(title, fontsize=11)
+  fig.tight_layout()
+  fig.savefig(path, dpi=dpi)
+  plt.close(fig)
+  return path
+
+
+def plot_mixture_weights(alphas: Sequence[Tuple[str, List[str], np.ndarray]],
+                         path: str, title: str, dpi: int = 100) -> str:
+  """Bar charts of alpha per head, one panel per layer.
+
+  Args:
+    alphas: (layer label, component short names, alpha [components, heads]).
+    path: the PNG to write.
+    title: the figure title.
+    dpi: resolution.
+
+  Returns:
+    path.
+  """
+  plt = _plt()
+  fig, axes = plt.subplots(1, len(alphas), figsize=(3.2 * len(alphas), 3.2),
+                           squeeze=False)
+  for ax, (label, names, alpha) in zip(axes.flat, alphas):
+    heads = alpha.shape[1]
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+      ax.bar(np.arange(heads) + (i - (len(names) - 1) / 2) * width, alpha[i],
+             width, label=name)
+    ax.set_xticks(np.arange(heads), ["head %d" % h for h in range(heads)],
+                  fontsize=7)
+    ax.set_ylim(0.0, 1.0)
+    ax.axhline(1.0 / len(names), color="gray", lw=0.6, ls="--")
+    ax.set_title(label, fontsize=9)
+    ax.set_ylabel("alpha", fontsize=8)
+    ax.legend(fontsize=7)
+  fig.suptitle(title, fontsize=11)
+  fig.tight_layout()
+  fig.savefig(path, dpi=dpi)
+  plt.close(fig)
+  return path
+
+
+# --------------------------------------------------------------------- main
+
+
+def _safe(name: str) -> str:
+  return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def draw(models: Sequence[Tuple[str, str]], output_dir: str, text: str,
+         length: int = 64, causal: bool = True, run_model: bool = True,
+         dpi: int = 100) -> List[str]:
+  """Writes every picture that applies to the models; returns the paths.
+
+  Args:
+    models: (name, model_dir or checkpoint path).
+    output_dir: where the PNGs go (created).
+    text: the input text for input-dependent attention.
+    length: positions shown by the synthetic-attention pictures.
+    causal: mask decoder stacks' synthetic attention causally.
+    run_model: all layers through mesh (True) or layer 0 in NumPy only.
+    dpi: resolution.
+
+  Returns:
+    The PNG paths written.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  ids = encode_text(text)
+  tokens = decode_ids(ids)
+  written = []
+  histograms = {}
+  for name, path in models:
+    variables = load_variables(path)
+    config_path = os.path.join(model_dir_of(path), "operative_config.gin")
+    config = (open(config_path).read() if os.path.exists(config_path)
+              else None)
+    layers = find_attention_layers(variables, config)
+    if not layers:
+      raise ValueError("No attention layers in %s." % path)
+    max_length = max((synthetic_logits(variables, l, c, 10 ** 9).shape[-1]
+                      for l in layers for c in l.components
+                      if c in INPUT_INDEPENDENT), default=None)
+    if max_length is not None and len(ids) > max_length:
+      raise ValueError("The text is %d tokens (with EOS); %s holds %d "
+                       "positions." % (len(ids), name, max_length))
+    # 1. Input-independent synthetic attention.
+    panels = []
+    for layer in layers:
+      for c in layer.components:
+        if c not in INPUT_INDEPENDENT:
+          continue
+        masked = causal and is_causal_stack(layer.stack)
+        weights = synthetic_attention(variables, layer, length, masked, c)
+        for h, w in enumerate(weights):
+          panels.append(("%s: %s, head %d\nsoftmax(%s)%s" % (
+              name, layer.label, h,
+              "R1 R2^T" if c == "factorized_random" else
+              SHORT_NAMES[c] if c != "random" else "R",
+              ", causal" if masked else ""), w))
+    if panels:
+      written.append(plot_heatmaps(
+          panels, os.path.join(output_dir, "synthetic_%s.png" % _safe(name)),
+          "%s: learned synthetic attention (first %d positions, no position "
+          "bias)" % (name, length), dpi=dpi))
+    # 2. Attention on the text.
+    if run_model:
+      attention = model_attention(model_dir_of(path), ids,
+                                  None if os.path.isdir(path) else path)
+    else:
+      attention = first_layer_attention(variables, layers, ids)
+    panels, per_layer = [], {}
+    for layer in layers:
+      if layer.scope not in attention:
+        continue
+      weights = attention[layer.scope]
+      per_layer[layer.label] = (layer.short_kind, weights)
+      for h, w in enumerate(weights):
+        panels.append(("%s (%s): %s, head %d" % (
+            name, layer.short_kind, layer.label, h), w))
+    written.append(plot_heatmaps(
+        panels, os.path.join(output_dir, "input_%s.png" % _safe(name)),
+        "%s: attention on %r (%s)" % (
+            name, text if len(text) < 50 else text[:47] + "...",
+            "mesh forward pass" if run_model else "layer 0, NumPy"),
+        tick_labels=tokens, dpi=dpi))
+    histograms[name] = per_layer
+    # 3. Mixture weights.
+    alphas = []
+    for layer in layers:
+      alpha = mixture_weights(variables, layer)
+      if alpha is not None:
+        alphas.append(("%s %s" % (name, layer.label) if layer.order_known
+                       else layer.label + " (order unknown)",
+                       [SHORT_NAMES[c] for c in layer.components], alpha))
+    if alphas:
+      written.append(plot_mixture_weights(
+          alphas, os.path.join(output_dir, "mixture_%s.png" % _safe(name)),
+          "%s: mixture weights alpha per layer and head" % name, dpi=dpi))
+  written.append(plot_histograms(
+      histograms, os.path.join(output_dir, "histograms.png"),
+      "Attention weights on the text (%s)" % (
+          "all layers" if run_model else "layer 0"), dpi=dpi))
+  return written
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = argparse.ArgumentParser(
+      description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--model", action="append", required=True,
+                      help="NAME=PATH (model_dir or checkpoint); repeat.")
+  parser.add_argument("--output_dir", required=True)
+  parser.add_argument("--text", default=DEFAULT_TEXT)
+  parser.add_argument("--length", type=int, default=64,
+                      help="positions in the synthetic-attention pictures")
+  parser.add_argument("--causal", action=argparse.BooleanOptionalAction,
+                      default=True,
+                      help="causal mask on decoder synthetic attention")
+  parser.add_argument("--layers", choices=("all", "first"), default="all",
+                      help="all: run the model with mesh; first: layer 0 "
+                      "in NumPy")
+  parser.add_argument("--dpi", type=int, default=100)
+  args = parser.parse_args(argv)
+  models = []
+  for spec in args.model:
+    name, sep, path = spec.partition("=")
+    if not sep:
+      name, path = os.path.basename(os.path.normpath(spec)), spec
+    models.append((name, path))
+  for path in draw(models, args.output_dir, args.text, args.length,
+                   args.causal, args.layers == "all", args.dpi):
+    print(path)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
