@@ -134,9 +134,9 @@ def test_train_writes_a_checkpoint(runs, variant):
   if variant == "random":
     assert names["encoder/block_000/layer_000/SynthesizerAttention/random/R"
                  ] == [2, SEQ, SEQ]
+  # Summaries are written every 100 steps: here only at the start.
   losses = _scalars(model_dir).get("loss", [])
-  assert losses and all(math.isfinite(v) for _, v in losses)
-  assert max(s for s, _ in losses) >= STEPS - 1
+  assert losses and all(math.isfinite(v) and v > 0 for _, v in losses)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
