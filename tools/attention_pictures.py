@@ -157,7 +157,7 @@ def mixture_order(operative_config: str) -> Dict[str, List[str]]:
   out = {}
   pattern = re.compile(
       r"^(?:(?P<scope>[\w/]+)/)?(?:mtf_synthesizer\.)?SynthesizerAttention"
-      r"\.synthesizers\s*=\s*\[(?P<value>.*?)\]", re.M | re.S)
+      r"\.synthesizers\s*=\s*\\?\s*\[(?P<value>.*?)\]", re.M | re.S)
   for match in pattern.finditer(operative_config):
     names = re.findall(r"@(?:[\w.]*\.)?(\w+)\(\)", match.group("value"))
     out[match.group("scope") or ""] = [CLASS_TO_COMPONENT[n] for n in names
@@ -586,16 +586,30 @@ def _plt():
   return plt
 
 
-def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray]], path: str,
+def heatmap_size(num_panels: int, columns: int = 4,
+                 dpi: int = 100) -> Tuple[int, int]:
+  """The (width, height) in pixels of a plot_heatmaps picture."""
+  columns = min(columns, num_panels)
+  rows = int(math.ceil(num_panels / columns))
+  # Inches that are exact binary fractions, so pixels are exact too.
+  return int(4.5 * columns * dpi), int((4.0 * rows + 0.5) * dpi)
+
+
+def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray, bool]], path: str,
                   title: str, tick_labels: Optional[Sequence[str]] = None,
                   columns: int = 4, dpi: int = 100) -> str:
   """Writes a grid of [query, memory] heatmaps to `path`.
 
+  Masked (future) cells of causal panels are white. The colour scale of each
+  panel runs from its smallest to its 99th-percentile visible weight, so
+  that a few large weights (e.g. row 0 of a causal panel, which is 1) do not
+  hide the rest; the colour bar gives the values.
+
   Args:
-    panels: (panel title, [length, length] weights).
+    panels: (panel title, [length, length] weights, causal).
     path: the PNG to write.
     title: the figure title.
-    tick_labels: token labels for both axes (short sequences only).
+    tick_labels: token labels for both axes (up to 64 tokens).
     columns: panels per row.
     dpi: resolution.
 
@@ -605,25 +619,33 @@ def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray]], path: str,
   plt = _plt()
   columns = min(columns, len(panels))
   rows = int(math.ceil(len(panels) / columns))
-  fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns,
-                                                   4.0 * rows + 0.6),
+  fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns,
+                                                   4.0 * rows + 0.5),
                            squeeze=False)
   for ax in axes.flat[len(panels):]:
     ax.axis("off")
-  for ax, (name, weights) in zip(axes.flat, panels):
-    image = ax.imshow(weights, cmap="viridis", interpolation="nearest",
-                      vmin=0.0)
+  cmap = plt.get_cmap("viridis").copy()
+  cmap.set_bad("white")
+  for ax, (name, weights, causal) in zip(axes.flat, panels):
+    length = weights.shape[-1]
+    visible = (causal_mask(length) if causal
+               else np.ones(weights.shape, bool))
+    shown = np.ma.masked_where(~visible, weights)
+    image = ax.imshow(shown, cmap=cmap, interpolation="nearest",
+                      vmin=float(np.min(weights[visible])),
+                      vmax=float(np.percentile(weights[visible], 99)))
     ax.set_title(name, fontsize=9)
-    ax.set_xlabel("memory position j", fontsize=8)
+    ax.set_xlabel("memory position j (attended to)", fontsize=8)
     ax.set_ylabel("query position i", fontsize=8)
-    if tick_labels is not None and len(tick_labels) <= 48:
+    if tick_labels is not None and len(tick_labels) <= 64:
       ticks = np.arange(len(tick_labels))
-      ax.set_xticks(ticks, tick_labels, fontsize=5, rotation=90)
-      ax.set_yticks(ticks, tick_labels, fontsize=5)
+      ax.set_xticks(ticks, tick_labels, fontsize=6, rotation=90,
+                    family="monospace")
+      ax.set_yticks(ticks, tick_labels, fontsize=6, family="monospace")
     else:
       ax.tick_params(labelsize=7)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).ax.tick_params(
-        labelsize=6)
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend="max")
+    bar.ax.tick_params(labelsize=6)
   fig.suptitle(title, fontsize=11)
   fig.tight_layout()
   fig.savefig(path, dpi=dpi)
@@ -652,7 +674,7 @@ def plot_histograms(models: Dict[str, Dict[str, Tuple[str, np.ndarray]]],
   for per_layer in models.values():
     labels += [l for l in per_layer if l not in labels]
   fig, axes = plt.subplots(len(labels), len(models),
-                           figsize=(3.6 * len(models), 2.4 * len(labels) + 0.6),
+                           figsize=(4.0 * len(models), 2.5 * len(labels) + 0.5),
                            squeeze=False, sharex=True)
   edges = np.linspace(0.0, 1.0, bins + 1)
   for col, (model, per_layer) in enumerate(models.items()):
@@ -694,14 +716,15 @@ def plot_mixture_weights(alphas: Sequence[Tuple[str, List[str], np.ndarray]],
     path.
   """
   plt = _plt()
-  fig, axes = plt.subplots(1, len(alphas), figsize=(3.2 * len(alphas), 3.2),
+  fig, axes = plt.subplots(1, len(alphas), figsize=(3.5 * len(alphas), 3.5),
                            squeeze=False)
   for ax, (label, names, alpha) in zip(axes.flat, alphas):
     heads = alpha.shape[1]
     width = 0.8 / len(names)
     for i, name in enumerate(names):
-      ax.bar(np.arange(heads) + (i - (len(names) - 1) / 2) * width, alpha[i],
-             width, label=name)
+      bars = ax.bar(np.arange(heads) + (i - (len(names) - 1) / 2) * width,
+                    alpha[i], width, label=name)
+      ax.bar_label(bars, fmt="%.4f", fontsize=6)
     ax.set_xticks(np.arange(heads), ["head %d" % h for h in range(heads)],
                   fontsize=7)
     ax.set_ylim(0.0, 1.0)
@@ -772,7 +795,7 @@ def draw(models: Sequence[Tuple[str, str]], output_dir: str, text: str,
               name, layer.label, h,
               "R1 R2^T" if c == "factorized_random" else
               SHORT_NAMES[c] if c != "random" else "R",
-              ", causal" if masked else ""), w))
+              ", causal" if masked else ""), w, masked))
     if panels:
       written.append(plot_heatmaps(
           panels, os.path.join(output_dir, "synthetic_%s.png" % _safe(name)),
@@ -792,7 +815,8 @@ def draw(models: Sequence[Tuple[str, str]], output_dir: str, text: str,
       per_layer[layer.label] = (layer.short_kind, weights)
       for h, w in enumerate(weights):
         panels.append(("%s (%s): %s, head %d" % (
-            name, layer.short_kind, layer.label, h), w))
+            name, layer.short_kind, layer.label, h), w,
+                        is_causal_stack(layer.stack)))
     written.append(plot_heatmaps(
         panels, os.path.join(output_dir, "input_%s.png" % _safe(name)),
         "%s: attention on %r (%s)" % (
@@ -834,7 +858,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--layers", choices=("all", "first"), default="all",
                       help="all: run the model with mesh; first: layer 0 "
                       "in NumPy")
-  parser.add_argument("--dpi", type=int, default=100)
+  parser.add_argument("--dpi", type=int, default=120)
   args = parser.parse_args(argv)
   models = []
   for spec in args.model:
