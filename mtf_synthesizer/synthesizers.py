@@ -358,11 +358,25 @@ class Dense(SynthesizingFunction):
       hidden = mtf.relu(inputs.queries)
     else:
       hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
-    rows = _dense_projection(
-        inputs, hidden, mtf.Dimension(MEMORY_POSITIONS, inputs.max_length),
-        "2", self.use_bias)
-    return select_positions(rows, rows.shape.dims[-1],
-                            inputs.memory_positions, inputs.memory_length_dim)
+    hidden_dim = hidden.shape.dims[-1]
+    positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
+    w2 = mtf.get_variable(
+        inputs.mesh, "w2",
+        mtf.Shape(inputs.heads_dims + [hidden_dim, positions_dim]),
+        initializer=_fan_in_normal(hidden_dim.size),
+        dtype=inputs.variable_dtype)
+    # Only the columns of the memory positions in use are computed: W2 is
+    # truncated (or gathered, for packed input) before the product.
+    w2 = select_positions(w2, positions_dim, inputs.memory_positions,
+                          inputs.memory_length_dim)
+    logits = mtf.einsum([hidden, w2], reduced_dims=[hidden_dim])
+    if self.use_bias:
+      b2 = mtf.get_variable(
+          inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
+          initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
+      logits += select_positions(b2, positions_dim, inputs.memory_positions,
+                                 inputs.memory_length_dim)
+    return logits
 
 
 def default_factors(n: int):
