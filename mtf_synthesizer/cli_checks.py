@@ -100,7 +100,7 @@ def check_gin_files(gin_files: Iterable[str],
       continue
     raise CliError(
         "Unknown gin file --gin_file=%s: not found in the search path %s. "
-        "The Synthesizer variants are: %s."
+        "The files in synthesizer/ are: %s."
         % (name, [f or os.getcwd() for f in folders],
            ", ".join(variant_files())))
 
