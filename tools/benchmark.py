@@ -413,6 +413,8 @@ def main(argv=None) -> int:
                       help="skip the encoder-decoder block")
   parser.add_argument("--no_reference", action="store_true",
                       help="skip the reference block (all variants)")
+  parser.add_argument("--variants", default=None,
+                      help="comma-separated subset of the sweep variants")
   parser.add_argument("--no_plot", action="store_true")
   parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
   args = parser.parse_args(argv)
@@ -423,6 +425,10 @@ def main(argv=None) -> int:
   blocks = plan(args.quick, lengths, not args.no_enc_dec)
   if args.no_reference:
     blocks = [b for b in blocks if not b.name.startswith("reference")]
+  if args.variants:
+    subset = args.variants.split(",")
+    blocks = [dataclasses.replace(b, variants=[
+        v for v in b.variants if v in subset or v == V]) for b in blocks]
   os.makedirs(args.output_dir, exist_ok=True)
   start = time.perf_counter()
 
