@@ -11,7 +11,6 @@ equal the weights recorded from mesh's own forward pass, and the whole tool
 must write valid PNGs of the expected size.
 """
 
-import concurrent.futures
 import math
 import os
 import sys
@@ -21,7 +20,7 @@ from PIL import Image
 import pytest
 import tensorflow.compat.v1 as tf
 
-import cli_util
+import conftest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
 import attention_pictures as ap  # pylint: disable=g-import-not-at-top
@@ -196,19 +195,14 @@ def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-  root = tmp_path_factory.mktemp("pictures")
-  runs = {"RV": ["synthesizer/random_vanilla.gin"], "vanilla": []}
-
-  def run(name):
-    model_dir = str(root / name)
-    proc = cli_util.run(cli_util.train_command(model_dir, runs[name],
-                                               steps=2, length=32))
+def trained(trained_models):
+  """R+V and plain T5 models, trained once per session (conftest.py)."""
+  out = {}
+  for name, key in (("RV", "random_vanilla"), ("vanilla", conftest.T5_VANILLA)):
+    model_dir, proc = trained_models[key]
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return name, model_dir
-
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    return dict(pool.map(run, sorted(runs)))
+    out[name] = model_dir
+  return out
 
 
 @pytest.mark.parametrize("name", ["RV", "vanilla"])

@@ -7,16 +7,15 @@ every self-attention layer of the encoder and the decoder, and that Fixed
 Random has no optimizer slot.
 """
 
-import concurrent.futures
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow.compat.v1 as tf
 
-CLI = os.path.join(os.path.dirname(sys.executable), "t5_mesh_transformer")
-N = 64           # SynthesizerAttention.max_length = sequence length
+import conftest
+import mtf_synthesizer
+
+N = conftest.LENGTH  # SynthesizerAttention.max_length = sequence length
 H, D_KV, D_MODEL = 2, 64, 32   # models/t5.1.1.tiny.gin
 K = 8            # FactorizedRandom default rank (paper)
 
@@ -63,42 +62,9 @@ VARIANTS = {
 }
 
 
-def train_command(model_dir, variant, steps=2):
-  """The stock CLI command for a tiny model with one variant file."""
-  return [
-      CLI, "--module_import=mtf_synthesizer", "--module_import=t5_tasks",
-      "--model_dir=" + model_dir, "--gin_file=dataset.gin",
-      "--gin_file=models/t5.1.1.tiny.gin",
-      "--gin_file=synthesizer/%s.gin" % variant,
-      "--gin_param=MIXTURE_NAME = 'pydocs_span_corruption'",
-      "--gin_param=utils.run.mesh_shape = ''",
-      "--gin_param=utils.run.mesh_devices = ['']",
-      "--gin_param=utils.run.train_steps = %d" % steps,
-      "--gin_param=utils.run.save_checkpoints_steps = %d" % steps,
-      "--gin_param=utils.run.sequence_length = "
-      "{'inputs': %d, 'targets': %d}" % (N, N),
-      "--gin_param=utils.run.batch_size = ('tokens_per_batch', 256)",
-      "--gin_param=SynthesizerAttention.max_length = %d" % N,
-  ]
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-  root = tmp_path_factory.mktemp("variants")
-
-  def run(variant):
-    model_dir = str(root / variant)
-    proc = subprocess.run(train_command(model_dir, variant),
-                          capture_output=True, text=True, timeout=900)
-    return variant, model_dir, proc
-
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    return {v: (d, p) for v, d, p in pool.map(run, sorted(VARIANTS))}
-
-
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_variant_trains_with_table_1_variables(trained, variant):
-  model_dir, proc = trained[variant]
+def test_variant_trains_with_table_1_variables(trained_models, variant):
+  model_dir, proc = trained_models[variant]
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "Loss for final step" in proc.stderr
   names = dict(tf.train.list_variables(model_dir))
@@ -116,3 +82,11 @@ def test_variant_trains_with_table_1_variables(trained, variant):
   assert any("SynthesizerAttention/o_slot" in n for n in slots)
   if variant == "fixed_random":
     assert not any("fixed_random/R_slot" in n for n in slots)
+
+
+def test_every_variant_gin_file_is_tested():
+  gin_dir = os.path.join(mtf_synthesizer.GIN_DIR, "synthesizer")
+  variants = {f[:-4] for f in os.listdir(gin_dir)
+              if f.endswith(".gin") and not f.startswith(("_", "keep_",
+                                                          "init_"))}
+  assert variants == set(VARIANTS) == set(conftest.VARIANTS)
