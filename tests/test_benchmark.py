@@ -34,7 +34,10 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
       assert entry["family"] == "release", (name, entry["error"])
       continue
     assert entry["step_s"] > 0 and entry["tokens_per_s"] > 0, name
-    assert entry["speed_vs_v"] > 0 and entry["decode_tokens_per_s"] > 0, name
+    assert entry["speed_vs_v"] > 0, name
+    # None when load noise exceeded the decoding time difference.
+    assert (entry["decode_tokens_per_s"] is None or
+            entry["decode_tokens_per_s"] > 0), name
     assert entry["params"] > 0 and entry["flops_per_step"] > 0, name
     assert entry["peak_step_bytes"] > 0 and entry["state_bytes"] > 0, name
     assert 0 < entry["mfu"] < 10, name

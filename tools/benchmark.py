@@ -165,7 +165,9 @@ def run_block(block: Block, peak_flops: float, log) -> Dict:
       for name in order:
         t_long = models[name].decode(long_)
         t_short = models[name].decode(short)
-        decode_times[name].append(max(t_long - t_short, 1e-9))
+        # Under heavy load the difference can be <= 0: not a measurement.
+        diff = t_long - t_short
+        decode_times[name].append(diff if diff > 0 else None)
     log("  decoding: %d rounds done" % block.decode_rounds)
 
   traces = {}
@@ -188,12 +190,13 @@ def run_block(block: Block, peak_flops: float, log) -> Dict:
         top_allocations=bench_lib.top_allocations(traces[name]))
     if block.decode:
       steps = block.decode[1] - block.decode[0]
-      per_token = [t / steps for t in decode_times[name]]
+      per_token = _median([t / steps for t in decode_times[name] if t])
       entry.update(
-          decode_tokens_per_s=block.run.batch / _median(per_token),
+          decode_tokens_per_s=block.run.batch / per_token if per_token
+          else None,
           decode_speed_vs_v=_median(
-              [tv / t for t, tv in zip(decode_times[name],
-                                       decode_times[V])]))
+              [tv / t for t, tv in zip(decode_times[name], decode_times[V])
+               if t and tv]))
   peak_v = results[V]["peak_step_bytes"]
   for name in names:
     entry = results[name]
@@ -299,7 +302,7 @@ def markdown(report: Dict) -> str:
              "%.2fM" % (e["params"] / 1e6),
              "%.1f" % (e["flops_per_step"] / 1e9)]
       if decode:
-        row[4:4] = ["%.0f" % e["decode_tokens_per_s"],
+        row[4:4] = [_fmt(e["decode_tokens_per_s"], "%.0f"),
                     _fmt(e["decode_speed_vs_v"])]
       lines.append("| " + " | ".join(row) + " |")
     lines.append("")
