@@ -147,7 +147,8 @@ def _mesh_dims(mesh: Any) -> List[Tuple[str, int]]:
 def _layout_pairs(layout: Any) -> List[Tuple[str, str]]:
   if isinstance(layout, str):
     return _pairs(layout)
-  return sorted(layout._pairs)  # a mtf.LayoutRules  pylint: disable=protected-access
+  # A mtf.LayoutRules, which has no public accessor for its pairs.
+  return sorted(layout._pairs)  # pylint: disable=protected-access
 
 
 def check_divisible(dimension_sizes: Mapping[str, int],

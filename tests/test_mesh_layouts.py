@@ -19,7 +19,7 @@ so such updated values are not reproducible even on one device.
 
 import os
 import zlib
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import gin
 import mesh_tensorflow as mtf
