@@ -159,11 +159,15 @@ class SynthesizingFunction:
   needs_queries = False
   needs_keys = False
 
-  def logits(self, inputs: SynthesisInputs) -> mtf.Tensor:
-    """Returns float32 logits.
+  def logits(self, inputs: SynthesisInputs,
+             scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
+    """Returns float32 logits, times `scale` if given.
 
     Args:
       inputs: a SynthesisInputs.
+      scale: an optional float32 factor per head (a mixture weight). Each
+        function applies it to its cheapest factor (a table without batch
+        dimension, the queries, ...), never to the full logits.
 
     Returns:
       A float32 Tensor whose dims are a subset of batch dims + heads dims +
@@ -171,9 +175,15 @@ class SynthesizingFunction:
     """
     raise NotImplementedError
 
-  def __call__(self, inputs: SynthesisInputs) -> mtf.Tensor:
+  def __call__(self, inputs: SynthesisInputs,
+               scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
     with tf.variable_scope(self.name):
-      return mtf.cast(self.logits(inputs), tf.float32)
+      return mtf.cast(self.logits(inputs, scale), tf.float32)
+
+
+def _scaled(x: mtf.Tensor, scale: Optional[mtf.Tensor]) -> mtf.Tensor:
+  """x times scale (cast to x's dtype) when a scale is given."""
+  return x if scale is None else x * mtf.cast(scale, x.dtype)
 
 
 @gin.configurable(module="synthesizers")
@@ -187,8 +197,8 @@ class DotProduct(SynthesizingFunction):
   needs_queries = True
   needs_keys = True
 
-  def logits(self, inputs):
-    return mtf.einsum([mtf.cast(inputs.queries, tf.float32),
+  def logits(self, inputs, scale=None):
+    return mtf.einsum([_scaled(mtf.cast(inputs.queries, tf.float32), scale),
                        mtf.cast(inputs.keys, tf.float32)],
                       reduced_dims=[inputs.key_dim])
 
@@ -223,8 +233,9 @@ class Random(SynthesizingFunction):
         inputs.mesh, "R", shape, initializer=_uniform(limit),
         dtype=inputs.variable_dtype, trainable=self.trainable)
 
-  def logits(self, inputs):
-    r = self.matrix(inputs)
+  def logits(self, inputs, scale=None):
+    # [heads, N, N]: no batch dim, so scaling it is cheap.
+    r = _scaled(mtf.cast(self.matrix(inputs), tf.float32), scale)
     rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
                             inputs.query_positions, inputs.length_dim)
     return select_positions(rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
@@ -278,13 +289,14 @@ class FactorizedRandom(SynthesizingFunction):
         initializer=_uniform(limit), dtype=inputs.variable_dtype)
     return r1, r2
 
-  def logits(self, inputs):
+  def logits(self, inputs, scale=None):
     r1, r2 = self.factors(inputs)
+    r1 = _scaled(mtf.cast(r1, tf.float32), scale)
     r1 = select_positions(r1, r1.shape.get_dim_by_name(QUERY_POSITIONS),
                           inputs.query_positions, inputs.length_dim)
     r2 = select_positions(r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
                           inputs.memory_positions, inputs.memory_length_dim)
-    return mtf.einsum([mtf.cast(r1, tf.float32), mtf.cast(r2, tf.float32)],
+    return mtf.einsum([r1, mtf.cast(r2, tf.float32)],
                       reduced_dims=[r1.shape.dims[-1]])
 
 
@@ -353,7 +365,7 @@ class Dense(SynthesizingFunction):
   def needs_queries(self):
     return self.share_query_projection
 
-  def logits(self, inputs):
+  def logits(self, inputs, scale=None):
     if self.share_query_projection:
       hidden = mtf.relu(inputs.queries)
     else:
@@ -367,14 +379,16 @@ class Dense(SynthesizingFunction):
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
-    w2 = select_positions(w2, positions_dim, inputs.memory_positions,
-                          inputs.memory_length_dim)
-    logits = mtf.einsum([hidden, w2], reduced_dims=[hidden_dim])
+    w2 = select_positions(_scaled(w2, scale), positions_dim,
+                          inputs.memory_positions, inputs.memory_length_dim)
+    logits = mtf.einsum([hidden, w2],
+                        reduced_dims=[hidden_dim])
     if self.use_bias:
       b2 = mtf.get_variable(
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
-      logits += select_positions(b2, positions_dim, inputs.memory_positions,
+      logits += select_positions(_scaled(b2, scale), positions_dim,
+                                 inputs.memory_positions,
                                  inputs.memory_length_dim)
     return logits
 
@@ -426,11 +440,12 @@ class FactorizedDense(SynthesizingFunction):
           "a * b=%d, max_length=%d." % (a, b, a * b, n))
     return a, b
 
-  def logits(self, inputs):
+  def logits(self, inputs, scale=None):
     a, b = self.factor_sizes(inputs.max_length)
     a_dim, b_dim = mtf.Dimension("synth_a", a), mtf.Dimension("synth_b", b)
     hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
-    factor_a = _dense_projection(inputs, hidden, a_dim, "a", self.use_bias)
+    factor_a = _scaled(
+        _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
     factor_b = _dense_projection(inputs, hidden, b_dim, "b", self.use_bias)
     other_dims = factor_a.shape.dims[:-1]
     # C[..., j_b, j_a] = A[..., j_a] * B[..., j_b]; flattened row-major, the
@@ -491,21 +506,25 @@ class Mixture(SynthesizingFunction):
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
     return mtf.softmax(mtf.cast(w, tf.float32), components_dim)
 
-  def __call__(self, inputs: SynthesisInputs) -> mtf.Tensor:
+  def __call__(self, inputs: SynthesisInputs,
+               scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
     # Components keep their own scopes (random/R, not mixture/random/R), so
     # their variables are named the same alone and in a mixture.
-    return self.logits(inputs)
+    return self.logits(inputs, scale)
 
-  def logits(self, inputs):
+  def logits(self, inputs, scale=None):
     alpha = self.weights(inputs)
     total = None
     for i, component in enumerate(self.components):
-      term = component(inputs)
+      alpha_i = scale
       if alpha is not None:
         components_dim = alpha.shape.dims[0]
         alpha_i = mtf.reshape(mtf.slice(alpha, i, 1, components_dim.name),
                               alpha.shape - components_dim)
-        term *= alpha_i
+        if scale is not None:
+          alpha_i *= scale
+      # alpha_i S_i, with alpha_i applied inside S_i to its cheapest factor.
+      term = component(inputs, alpha_i)
       total = term if total is None else total + term
     return total
 
