@@ -247,3 +247,9 @@ def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
   assert tpu_job.run_commands([ok, bad, never]) == 3
   assert log.read_text().split() == ["ran-a", "ran-b"]
   assert "out-a" in capsys.readouterr().out
+
+
+def test_model_type_is_a_real_mesh_model_type():
+  for name, experiment in tpu_job.EXPERIMENTS.items():
+    assert experiment.model_type in ("bitransformer", "lm"), name
+    assert experiment.paper.startswith("Table"), name

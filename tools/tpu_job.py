@@ -125,7 +125,8 @@ EXPERIMENTS = {
     "c4_glue_superglue": Experiment(
         "synth_c4_span_corruption", (512, 114),
         "synth_glue_super_glue_proportional", (512, 128), 524288,
-        "Tables 4-6: C4 span corruption, then GLUE + SuperGLUE co-trained"),
+        paper="Tables 4-6: C4 span corruption, then GLUE + SuperGLUE "
+        "co-trained"),
     "wmt_ende": Experiment("synth_wmt14_ende", (256, 256), None,
                            train_steps=262144, paper="Table 2: WMT'14 En-De"),
     "wmt_enfr": Experiment("synth_wmt14_enfr", (256, 256), None,
