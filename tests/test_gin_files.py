@@ -1,0 +1,77 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The gin files: the layer swap, encoder/decoder only, inherited bindings."""
+
+import os
+
+import gin
+import mesh_tensorflow.transformer
+from mesh_tensorflow.transformer import transformer
+from mesh_tensorflow.transformer import transformer_layers
+import pytest
+
+import mtf_synthesizer as ms
+import t5.models
+
+# The stock CLI's search path: mesh's and t5's gin folders.
+for _module in (mesh_tensorflow.transformer, t5.models):
+  gin.add_config_file_search_path(
+      os.path.join(os.path.dirname(_module.__file__), "gin"))
+
+
+def _stacks(*gin_files, params=()):
+  """Parses gin files after T5's tiny model; returns the stacks' layers."""
+  gin.clear_config()
+  gin.parse_config_files_and_bindings(
+      ["defaults.gin", "models/t5.1.1.tiny.gin"] + list(gin_files),
+      ["SelfAttention.dropout_rate = 0.25"] + list(params))
+  out = {}
+  for scope in ("encoder", "decoder", ""):
+    with gin.config_scope(scope or None):
+      stack = transformer.make_layer_stack()
+    out[scope or "lm"] = stack.layers
+  gin.clear_config()
+  return out
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+  yield
+  gin.clear_config()
+
+
+def test_variant_swaps_every_stack_and_inherits_self_attention_bindings():
+  stacks = _stacks("synthesizer/random_vanilla.gin")
+  for name, layers in stacks.items():
+    attention = layers[0]
+    assert type(attention) is ms.SynthesizerAttention, name
+    # T5's SelfAttention bindings reach the subclass (the release's layer
+    # re-declared these arguments and lost them).
+    assert attention.dropout_rate == 0.25
+    assert attention.relative_attention_type == "bias_shared"
+    assert attention.num_heads == 2 and attention.key_value_size == 64
+    kinds = [c.name for c in attention.synthesizer.components]
+    assert kinds == ["random", "dot_product"]
+  assert isinstance(stacks["decoder"][1], transformer_layers.EncDecAttention)
+
+
+@pytest.mark.parametrize("keep,vanilla_stack,synth_stacks", [
+    ("synthesizer/keep_decoder_vanilla.gin", "decoder", ("encoder", "lm")),
+    ("synthesizer/keep_encoder_vanilla.gin", "encoder", ("decoder", "lm")),
+])
+def test_encoder_or_decoder_only(keep, vanilla_stack, synth_stacks):
+  stacks = _stacks("synthesizer/dense.gin", keep)
+  assert type(stacks[vanilla_stack][0]) is transformer_layers.SelfAttention
+  for name in synth_stacks:
+    assert type(stacks[name][0]) is ms.SynthesizerAttention, name
+
+
+def test_release_mode_through_gin():
+  stacks = _stacks(
+      "synthesizer/random.gin",
+      params=["SynthesizerAttention.synthesizers = None",
+              "SynthesizerAttention.synthesize_mode = 'dense_plus_alpha'"])
+  synth = stacks["encoder"][0].synthesizer
+  assert isinstance(synth, ms.Mixture) and synth.learned_weights
+  assert [c.name for c in synth.components] == ["dot_product", "dense"]
+  assert synth.components[1].share_query_projection
