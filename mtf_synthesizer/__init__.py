@@ -17,6 +17,7 @@ gin.add_config_file_search_path(GIN_DIR)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import checkpoints
+from mtf_synthesizer import cli_checks
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.layer import SynthesizerAttention
@@ -27,3 +28,7 @@ from mtf_synthesizer.synthesizers import FactorizedRandom
 from mtf_synthesizer.synthesizers import FixedRandom
 from mtf_synthesizer.synthesizers import Mixture
 from mtf_synthesizer.synthesizers import Random
+
+# Under the stock CLI (flags already parsed), say clearly what is wrong with
+# --model_dir or a --gin_file=synthesizer/... before TensorFlow or gin would.
+cli_checks.check_cli_flags()

@@ -197,6 +197,7 @@ def test_unknown_gin_file_names_file_and_search_path(bad_runs):
   assert proc.returncode != 0
   tail = _last_lines(proc)
   assert "synthesizer/nonexistent.gin" in tail
+  assert "CliError: Unknown gin file" in tail  # mtf_synthesizer's early check
   # The search path includes the package's own gin folder.
   assert os.path.dirname(_GIN_DIR) in tail, tail
   assert not os.path.exists(bad_runs["root"] / "gin" / "model.ckpt-0.index")
@@ -208,6 +209,7 @@ def test_model_dir_under_a_file_fails_clearly(bad_runs):
   tail = _last_lines(proc)
   assert str(bad_runs["a_file"]) in tail
   assert "not a directory" in tail
+  assert "CliError: --model_dir=" in tail  # mtf_synthesizer's early check
   assert bad_runs["a_file"].read_text() == "not a directory\n"
 
 
