@@ -101,6 +101,8 @@ def test_table4_setting_pretrain_finetune_eval(monkeypatch):
     assert ("utils.run.layout_rules = "
             "'heads:model,batch:batch,d_ff:model,vocab:model'") in params
     assert all(_gin_file_exists(f) for f in _gin_files(c)), _gin_files(c)
+    # A bitransformer: T5's model files say so; nothing overrides it.
+    assert not any(p.startswith("utils.run.model_type") for p in params)
     # The gin route, not the Model API (--mode).
     assert not any(a.split("=")[0] == "--mode" for a in c)
   # Pretraining: the model gin, then the variant file.
@@ -179,6 +181,16 @@ def test_every_variant_file_exists_and_follows_model_gin(monkeypatch,
   files = _gin_files(cmd)
   assert files.index("synthesizer/%s.gin" % variant) > files.index(
       "models/t5.1.1.large.gin")
+
+
+def test_lm1b_is_a_language_model(monkeypatch):
+  text = _dry_run(monkeypatch, "--experiment=lm1b", "--stage=all")
+  cmds = _t5_commands(text)
+  assert len(cmds) == 2  # train, perplexity eval
+  for c in cmds:
+    assert "utils.run.model_type = 'lm'" in _gin_params(c)
+    assert "utils.run.sequence_length = {'targets': 512}" in _gin_params(c)
+  assert "perplexity_eval.gin" in _gin_files(cmds[1])
 
 
 def test_t5_1_1_names_3b_and_11b_xl_and_xxl(monkeypatch):
