@@ -20,6 +20,9 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import cli_checks
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import demo  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 CLI = os.path.join(os.path.dirname(sys.executable), "t5_mesh_transformer")
 SEQ = 64
 STEPS = 4
@@ -65,17 +68,9 @@ def _tail(proc, n=3000):
 
 
 def _scalars(event_dir):
-  """{tag: [(step, value)]} from the TF event files directly in a folder."""
-  out = {}
-  for name in sorted(tf.io.gfile.listdir(event_dir)):
-    if not name.startswith("events.out.tfevents"):
-      continue
-    for event in tf.train.summary_iterator(os.path.join(event_dir, name)):
-      for value in event.summary.value:
-        if value.HasField("simple_value"):
-          out.setdefault(value.tag, []).append(
-              (event.step, value.simple_value))
-  return out
+  """{tag: [(step, value)]}, read with the demo's event-file reader."""
+  return {tag: [(step, value) for step, _, value in points]
+          for tag, points in demo.read_scalars(event_dir).items()}
 
 
 def _parallel(fn, items, workers=2):
