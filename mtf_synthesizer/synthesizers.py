@@ -447,15 +447,14 @@ class FactorizedDense(SynthesizingFunction):
     factor_a = _scaled(
         _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
     factor_b = _dense_projection(inputs, hidden, b_dim, "b", self.use_bias)
-    other_dims = factor_a.shape.dims[:-1]
-    # C[..., j_b, j_a] = A[..., j_a] * B[..., j_b]; flattened row-major, the
-    # column j = j_b * a + j_a.
-    tiled = mtf.einsum([factor_a, factor_b],
-                       output_shape=mtf.Shape(other_dims + [b_dim, a_dim]))
-    rows = mtf.reshape(tiled, mtf.Shape(
-        other_dims + [mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)]))
-    return select_positions(rows, rows.shape.dims[-1],
-                            inputs.memory_positions, inputs.memory_length_dim)
+    # Column j of C is A[j mod a] * B[floor(j / a)]: only the columns of the
+    # memory positions in use are built (a gather by static or per-example
+    # positions), never the full max_length row.
+    columns = inputs.memory_positions
+    if columns is None:
+      columns = mtf.range(inputs.mesh, inputs.memory_length_dim, tf.int32)
+    return (gather_positions(factor_a, a_dim, columns % a) *
+            gather_positions(factor_b, b_dim, columns // a))
 
 
 @gin.configurable(module="synthesizers")
