@@ -19,7 +19,7 @@ the same weights give the same outputs. Where it is wrong, the paper wins:
 """
 
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -113,7 +113,3 @@ def convert_variables(values: Dict[str, np.ndarray],
     else:
       converted[prefix + local] = value
   return converted
-
-
-def release_modes() -> Sequence[str]:
-  return sorted(MODES)
