@@ -16,7 +16,6 @@ from mesh_tensorflow.transformer import transformer
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-tf.disable_v2_behavior()
 
 
 @dataclasses.dataclass

@@ -33,7 +33,6 @@ import tensorflow.compat.v1 as tf
 import mtf_synthesizer
 from mtf_synthesizer import mesh_defaults
 
-tf.disable_v2_behavior()
 
 NUM_DEVICES = 4
 LAYOUT = mesh_defaults.layout_rules()

@@ -40,8 +40,6 @@ import tensorflow.compat.v1 as tf
 
 import mtf_synthesizer as ms
 
-tf.disable_v2_behavior()
-
 # A layer factory: (max_length, num_heads, d_kv) -> a mesh TransformerLayer.
 LayerFactory = Callable[[int, int, int], transformer.TransformerLayer]
 

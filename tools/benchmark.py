@@ -454,4 +454,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+  # TF1 graph semantics for the whole run, as the stock CLI uses. Not done at
+  # import: the tests import this module beside eager-mode tests.
+  bench_lib.tf.disable_v2_behavior()
   sys.exit(main())
