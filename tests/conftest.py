@@ -3,10 +3,12 @@
 """Shared fixtures: tiny models trained once per session by the stock CLI."""
 
 import concurrent.futures
+import os
 
 import pytest
 
 import cli_util
+from t5_tasks import vocabulary
 
 VARIANTS = ("vanilla", "random", "fixed_random", "factorized_random", "dense",
             "factorized_dense", "random_dense", "dense_vanilla",
@@ -34,3 +36,17 @@ def trained_models(tmp_path_factory):
 
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     return dict(pool.map(train, VARIANTS + (T5_VANILLA,)))
+
+
+@pytest.fixture(scope="module")
+def byte_vocab():
+  """Selects the byte vocabulary (offline) for a module's tasks."""
+  old = os.environ.get(vocabulary.ENV_VAR)
+  os.environ[vocabulary.ENV_VAR] = "byte"
+  vocabulary.reset_vocabulary()
+  yield
+  if old is None:
+    del os.environ[vocabulary.ENV_VAR]
+  else:
+    os.environ[vocabulary.ENV_VAR] = old
+  vocabulary.reset_vocabulary()

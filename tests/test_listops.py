@@ -2,7 +2,6 @@
 # Licensed under the Apache License, Version 2.0.
 """Tests of the ListOps generator, evaluator and seqio task."""
 
-import os
 import re
 
 import gin
@@ -11,7 +10,6 @@ import pytest
 import seqio
 
 from t5_tasks import listops
-from t5_tasks import vocabulary
 
 SMALL = listops.ListOpsConfig(seed=3, max_depth=6, max_args=5, min_length=5,
                               max_length=40, num_train=300,
@@ -66,19 +64,6 @@ def max_arity(expression):
 @pytest.fixture(scope="module")
 def small_splits():
   return listops.generate_splits(SMALL)
-
-
-@pytest.fixture(scope="module")
-def byte_vocab():
-  old = os.environ.get(vocabulary.ENV_VAR)
-  os.environ[vocabulary.ENV_VAR] = "byte"
-  vocabulary.reset_vocabulary()
-  yield
-  if old is None:
-    del os.environ[vocabulary.ENV_VAR]
-  else:
-    os.environ[vocabulary.ENV_VAR] = old
-  vocabulary.reset_vocabulary()
 
 
 @pytest.mark.parametrize("expression,value", [

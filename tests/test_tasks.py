@@ -77,16 +77,6 @@ def clean_vocab():
 
 
 @pytest.fixture(scope="module")
-def byte_vocab():
-  old = os.environ.get(vocabulary.ENV_VAR)
-  os.environ[vocabulary.ENV_VAR] = "byte"
-  vocabulary.reset_vocabulary()
-  yield
-  _set_env(vocabulary.ENV_VAR, old)
-  vocabulary.reset_vocabulary()
-
-
-@pytest.fixture(scope="module")
 def mock_tfds(byte_vocab):
   del byte_vocab
   with tfds.testing.mock_data(num_examples=3):
