@@ -16,8 +16,9 @@ File formats (UTF-8, one example a line):
 * TSV: `context<TAB>response` (no header; no tabs or newlines inside fields).
 
 Inputs are `"persona: <persona> context: <context>"` (`"context: <context>"`
-without a persona), targets the response. Metrics: sacreBLEU (t5's corpus
-BLEU-4) and ROUGE-1/2/L/Lsum. The paper's METEOR and CIDEr are not computed.
+without a persona), targets the response. Metrics, those of the paper's
+Table 3: sacreBLEU (t5's corpus BLEU-4), ROUGE-1/2/L/Lsum, METEOR (exact
+matches only, no stemming or synonyms) and CIDEr-D (`t5_tasks.metrics`).
 """
 
 import json
@@ -158,4 +159,5 @@ registry.add_task(
         seqio.CacheDatasetPlaceholder(),
         seqio.preprocessors.append_eos_after_trim,
     ],
-    metric_fns=[t5_metrics.bleu, metrics.rouge])
+    metric_fns=[t5_metrics.bleu, metrics.rouge, metrics.meteor,
+                metrics.cider])

@@ -552,6 +552,22 @@ def test_bleu_and_rouge_by_hand():
   assert out["rouge2"] == pytest.approx(100 * 2 * 3 / 9, abs=1e-3)
 
 
+def test_personachat_reports_the_papers_metrics():
+  # Table 3: BLEU-4, ROUGE-L, METEOR, CIDEr (hand-worked values of the last
+  # two are in test_metrics.py).
+  task = seqio.get_mixture_or_task("synth_personachat")
+  assert metrics.meteor in task.predict_metric_fns
+  assert metrics.cider in task.predict_metric_fns
+  out = _score("synth_personachat", ["a b c d", "e f g h"],
+               ["d c b a", "e f g h"])
+  assert {"bleu", "rougeL", "meteor", "cider"} <= set(out)
+  # METEOR: reversed = 4 chunks (0.5), identical = 1 - 0.5/4^3.
+  assert out["meteor"] == pytest.approx(100 * (0.5 + 1 - 0.5 / 64) / 2)
+  # CIDEr-D: reversed shares only unigrams (cosine 1, orders 2-4: 0);
+  # identical: 1 for all four orders.
+  assert out["cider"] == pytest.approx((10 / 4 + 10) / 2)
+
+
 @pytest.mark.usefixtures("clean_vocab")
 def test_perplexity_by_hand():
   os.environ[vocabulary.ENV_VAR] = "byte"
