@@ -81,9 +81,47 @@ class SynthesisInputs:
   def num_heads(self) -> int:
     return mtf.Shape(self.heads_dims).size
 
+  @property
+  def batch_dims(self) -> List[mtf.Dimension]:
+    """The dims of x other than the length and model dims."""
+    return [d for d in self.x.shape.dims
+            if d not in (self.length_dim, self.model_dim)]
+
+  def logits_shape(self, tensors: Sequence[mtf.Tensor],
+                   reduced_dims: Sequence[mtf.Dimension] = ()) -> mtf.Shape:
+    """The layout of logits: batch dims, heads dims, length, memory_length.
+
+    The dims of `tensors` other than `reduced_dims`, ordered so that batch
+    and heads lead and the two length dims come last: TF's einsum then runs
+    the products with the values as matmuls batched over batch and heads,
+    without transposing a [length, memory_length] tensor, and the softmax
+    reduces the innermost dim.
+
+    Args:
+      tensors: the tensors whose dims the logits carry.
+      reduced_dims: dims to leave out (those an einsum contracts).
+
+    Returns:
+      A mtf.Shape.
+    """
+    dims = []
+    for t in tensors:
+      dims += [d for d in t.shape.dims
+               if d not in dims and d not in reduced_dims]
+
+    def rank(d):
+      if d in self.batch_dims:
+        return 0
+      if d == self.length_dim:
+        return 2
+      return 3 if d == self.memory_length_dim else 1
+
+    return mtf.Shape(sorted(dims, key=rank))  # stable: keeps ties in order
+
 
 def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
-                     positions: mtf.Tensor) -> mtf.Tensor:
+                     positions: mtf.Tensor,
+                     positions_last: bool = False) -> mtf.Tensor:
   """Looks up `table` along `position_dim` at integer `positions`.
 
   A real gather (tf.gather on each slice), not mtf.gather's one-hot einsum:
@@ -94,24 +132,32 @@ def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
     table: a Tensor with `position_dim`.
     position_dim: the dimension to index.
     positions: an int32 Tensor without `position_dim`.
+    positions_last: put the other dims of `positions` after those of `table`
+      (the gather is then along the table's innermost axis).
 
   Returns:
     A Tensor with the dims shared by both, then the other dims of
-    `positions`, then the other dims of `table`.
+    `positions`, then the other dims of `table` (or the other way round with
+    `positions_last`).
   """
   shared = [d for d in positions.shape.dims if d in table.shape.dims]
   index_only = [d for d in positions.shape.dims if d not in shared]
   table_only = [d for d in table.shape.dims
                 if d not in shared and d != position_dim]
-  output_shape = mtf.Shape(shared + index_only + table_only)
-  table_order = [table.shape.dims.index(d)
-                 for d in shared + [position_dim] + table_only]
+  if positions_last:
+    output_shape = mtf.Shape(shared + table_only + index_only)
+    table_dims = shared + table_only + [position_dim]
+  else:
+    output_shape = mtf.Shape(shared + index_only + table_only)
+    table_dims = shared + [position_dim] + table_only
+  table_order = [table.shape.dims.index(d) for d in table_dims]
   index_order = [positions.shape.dims.index(d) for d in shared + index_only]
+  axis = table_dims.index(position_dim)
 
   def tf_fn(table_slice, positions_slice):
     return tf.gather(tf.transpose(table_slice, table_order),
                      tf.transpose(positions_slice, index_order),
-                     axis=len(shared), batch_dims=len(shared))
+                     axis=axis, batch_dims=len(shared))
 
   return mtf.slicewise(
       tf_fn, [table, positions], output_shape=output_shape,
@@ -198,9 +244,10 @@ class DotProduct(SynthesizingFunction):
   needs_keys = True
 
   def logits(self, inputs, scale=None):
-    return mtf.einsum([_scaled(mtf.cast(inputs.queries, tf.float32), scale),
-                       mtf.cast(inputs.keys, tf.float32)],
-                      reduced_dims=[inputs.key_dim])
+    q = _scaled(mtf.cast(inputs.queries, tf.float32), scale)
+    k = mtf.cast(inputs.keys, tf.float32)
+    return mtf.einsum([q, k], output_shape=inputs.logits_shape(
+        [q, k], [inputs.key_dim]))
 
 
 @gin.configurable(module="synthesizers")
@@ -381,8 +428,15 @@ class Dense(SynthesizingFunction):
     # truncated (or gathered, for packed input) before the product.
     w2 = select_positions(_scaled(w2, scale), positions_dim,
                           inputs.memory_positions, inputs.memory_length_dim)
-    logits = mtf.einsum([hidden, w2],
-                        reduced_dims=[hidden_dim])
+    if inputs.length_dim is not None:
+      # W2 carries no batch dim; broadcast it (it is small next to the
+      # logits) so that the product is a matmul batched over batch and heads,
+      # with no transpose of the [length, memory_length] logits or of their
+      # gradient. Not when decoding, where reading W2 dominates.
+      batch_dims = [d for d in inputs.batch_dims if d not in w2.shape.dims]
+      w2 = mtf.broadcast(w2, mtf.Shape(batch_dims) + w2.shape)
+    logits = mtf.einsum([hidden, w2], output_shape=inputs.logits_shape(
+        [hidden, w2], [hidden_dim]))
     if self.use_bias:
       b2 = mtf.get_variable(
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
@@ -453,8 +507,17 @@ class FactorizedDense(SynthesizingFunction):
     columns = inputs.memory_positions
     if columns is None:
       columns = mtf.range(inputs.mesh, inputs.memory_length_dim, tf.int32)
-    return (gather_positions(factor_a, a_dim, columns % a) *
-            gather_positions(factor_b, b_dim, columns // a))
+    # The factors are small: lay them out as the logits (batch, heads,
+    # length) before the gathers append the memory dim.
+    order = inputs.logits_shape([factor_a, columns], [a_dim])
+    factor_a = mtf.transpose(
+        factor_a, [d for d in order.dims if d in factor_a.shape] + [a_dim])
+    factor_b = mtf.transpose(
+        factor_b, [d for d in order.dims if d in factor_b.shape] + [b_dim])
+    return mtf.multiply(
+        gather_positions(factor_a, a_dim, columns % a, positions_last=True),
+        gather_positions(factor_b, b_dim, columns // a, positions_last=True),
+        output_shape=order)
 
 
 @gin.configurable(module="synthesizers")
@@ -524,7 +587,11 @@ class Mixture(SynthesizingFunction):
           alpha_i *= scale
       # alpha_i S_i, with alpha_i applied inside S_i to its cheapest factor.
       term = component(inputs, alpha_i)
-      total = term if total is None else total + term
+      if total is None:
+        total = term
+      else:
+        total = mtf.add(total, term,
+                        output_shape=inputs.logits_shape([total, term]))
     return total
 
 
