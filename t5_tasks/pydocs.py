@@ -15,12 +15,18 @@ registers two seqio tasks on it:
     decoder-only models (documents concatenated and split to the targets
     length).
 
-Both use `VOCABULARY`, a `seqio.ByteVocabulary` with `EXTRA_IDS` extra ids:
-0 is padding, 1 is EOS, 2 is UNK, the UTF-8 byte b is id b + 3 (3..258), and
+Both use `VOCABULARY`, a `t5_tasks.vocabulary.LazyVocabulary` whose default
+is `"byte"`: unless a vocabulary is chosen explicitly for all tasks (the gin
+binding `t5_tasks.vocabulary.get_vocabulary.name` or the environment variable
+`MTF_SYNTH_VOCAB`, see `t5_tasks.vocabulary`), it is a `seqio.ByteVocabulary`
+with `EXTRA_IDS` extra ids, so the tasks need no file and no network. Then 0
+is padding, 1 is EOS, 2 is UNK, the UTF-8 byte b is id b + 3 (3..258), and
 the extra ids 259..358 are the span corruption sentinels, used from the top
 down (the first masked span of an example is 358, the next 357, ...). Keeping
 the sentinels above the byte range means a sentinel can never be mistaken for
-a byte of the text.
+a byte of the text. With an explicit choice (e.g. `MTF_SYNTH_VOCAB=t5` or a
+SentencePiece `.model` path) the tasks use that vocabulary, and its extra
+ids, like every other task.
 
 Documents. Each topic's text is cut into chunks at blank lines: paragraphs are
 packed greedily, in order, into chunks of at most `max_chars` characters; a
@@ -51,11 +57,15 @@ import seqio
 from t5.data import preprocessors as t5_preprocessors
 import tensorflow.compat.v2 as tf
 
+from t5_tasks import vocabulary
+
 SPLITS = ("train", "validation")
 DEFAULT_VALIDATION_PERCENT = 5
 DEFAULT_MAX_CHARS = 2000
-EXTRA_IDS = 100
-VOCABULARY = seqio.ByteVocabulary(extra_ids=EXTRA_IDS)
+# The vocabulary when none is chosen explicitly (see the module docstring).
+DEFAULT_VOCABULARY = "byte"
+EXTRA_IDS = vocabulary.DEFAULT_EXTRA_IDS
+VOCABULARY = vocabulary.LazyVocabulary(default=DEFAULT_VOCABULARY)
 NOISE_DENSITY = 0.15
 MEAN_NOISE_SPAN_LENGTH = 3.0
 
@@ -219,11 +229,12 @@ def span_corruption(dataset: tf.data.Dataset,
                     ) -> tf.data.Dataset:
   """T5 span corruption, after checking the sentinels fit in the extra ids."""
   spans = max_noise_spans(sequence_length["inputs"])
-  if spans > EXTRA_IDS:
+  extra_ids = output_features["targets"].vocabulary.extra_ids
+  if spans > extra_ids:
     raise ValueError(
         "pydocs_span_corruption: inputs length %d makes up to %d masked spans "
         "but the vocabulary has only %d sentinel ids."
-        % (sequence_length["inputs"], spans, EXTRA_IDS))
+        % (sequence_length["inputs"], spans, extra_ids))
   return t5_preprocessors.span_corruption(
       dataset, sequence_length, output_features,
       mean_noise_span_length=MEAN_NOISE_SPAN_LENGTH,
@@ -251,10 +262,7 @@ _register(
         span_corruption,
         seqio.preprocessors.append_eos_after_trim,
     ],
-    {
-        "inputs": seqio.Feature(VOCABULARY, add_eos=True, required=False),
-        "targets": seqio.Feature(VOCABULARY, add_eos=True),
-    })
+    vocabulary.output_features(vocab=VOCABULARY))
 
 _register(
     "pydocs_lm",
@@ -267,4 +275,4 @@ _register(
         t5_preprocessors.split_tokens_to_targets_length,
         seqio.preprocessors.append_eos_after_trim,
     ],
-    {"targets": seqio.Feature(VOCABULARY, add_eos=True)})
+    vocabulary.output_features(inputs=False, vocab=VOCABULARY))

@@ -10,15 +10,21 @@ size or an encoding. The choice, in order of precedence:
 
 1. the gin binding `t5_tasks.vocabulary.get_vocabulary.name`,
 2. the environment variable `MTF_SYNTH_VOCAB`,
-3. the default, T5's SentencePiece model
-   `gs://t5-data/vocabs/cc_all.32000/sentencepiece.model` with 100 extra ids.
+3. the default of the `LazyVocabulary`: T5's SentencePiece model
+   `gs://t5-data/vocabs/cc_all.32000/sentencepiece.model` for every task
+   except those that ask for another default (the offline `pydocs_*` tasks
+   default to `byte`).
+
+An explicit choice (1 or 2) applies to every task; only the fallback differs
+between tasks.
 
 A name is one of `t5` (the default model), `byte` (`seqio.ByteVocabulary`,
 needs no file) or the path of a SentencePiece `.model` file (local or any
 filesystem `tf.io.gfile` reads). The number of extra ids (sentinels) is
 `t5_tasks.vocabulary.get_vocabulary.extra_ids` (default 100 for every kind).
 
-The choice is made once per process; `reset_vocabulary()` forgets it (tests).
+The choice is made once per process and default; `reset_vocabulary()` forgets
+it (tests).
 """
 
 import os
@@ -32,10 +38,12 @@ import tensorflow.compat.v2 as tf
 
 DEFAULT_SPM_PATH = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
 DEFAULT_EXTRA_IDS = 100
+DEFAULT_NAME = "t5"
 ENV_VAR = "MTF_SYNTH_VOCAB"
 
 _lock = threading.RLock()
-_resolved: Optional[seqio.Vocabulary] = None
+# The chosen vocabulary of each default name (the fallback of a LazyVocabulary).
+_resolved: Dict[str, seqio.Vocabulary] = {}
 
 
 def make_vocabulary(name: str,
@@ -70,9 +78,10 @@ def make_vocabulary(name: str,
   return seqio.SentencePieceVocabulary(path, extra_ids)
 
 
-@gin.configurable
+@gin.configurable(denylist=["default"])
 def get_vocabulary(name: Optional[str] = None,
-                   extra_ids: int = DEFAULT_EXTRA_IDS) -> seqio.Vocabulary:
+                   extra_ids: int = DEFAULT_EXTRA_IDS,
+                   default: str = DEFAULT_NAME) -> seqio.Vocabulary:
   """Returns the concrete vocabulary that the current configuration selects.
 
   Unlike the tasks' `LazyVocabulary`, this builds a fresh object on every call
@@ -81,72 +90,94 @@ def get_vocabulary(name: Optional[str] = None,
   Args:
     name: vocabulary name or path (see `make_vocabulary`); when None, the
       environment variable `MTF_SYNTH_VOCAB`, and when that is unset or empty,
-      `"t5"`.
+      `default`.
     extra_ids: number of extra (sentinel) ids.
+    default: the name used when neither `name` nor the environment chooses
+      (set by the caller, e.g. a task's `LazyVocabulary`; not a gin
+      parameter).
 
   Returns:
     A `seqio.Vocabulary`.
   """
   if not name:
-    name = os.environ.get(ENV_VAR, "").strip() or "t5"
+    name = os.environ.get(ENV_VAR, "").strip() or default
   return make_vocabulary(name, extra_ids)
 
 
-def resolved_vocabulary() -> seqio.Vocabulary:
+def resolved_vocabulary(default: str = DEFAULT_NAME) -> seqio.Vocabulary:
   """Returns the process-wide vocabulary, choosing it on the first call.
 
+  Args:
+    default: the fallback name of the asking `LazyVocabulary`; each default
+      is chosen (and cached) separately, so that an explicit gin or
+      environment choice gives every default the same vocabulary.
+
   Returns:
-    The concrete `seqio.Vocabulary` every `LazyVocabulary` delegates to.
+    The concrete `seqio.Vocabulary` the `LazyVocabulary` objects with this
+    default delegate to.
   """
-  global _resolved
   with _lock:
-    if _resolved is None:
-      _resolved = get_vocabulary()
-      logging.info("t5_tasks vocabulary: %s", _resolved)
-    return _resolved
+    if default not in _resolved:
+      _resolved[default] = get_vocabulary(default=default)
+      logging.info("t5_tasks vocabulary (default %r): %s", default,
+                   _resolved[default])
+    return _resolved[default]
 
 
-def is_resolved() -> bool:
-  """Returns whether the process-wide vocabulary has been chosen yet."""
-  return _resolved is not None
+def is_resolved(default: str = DEFAULT_NAME) -> bool:
+  """Returns whether the vocabulary for `default` has been chosen yet."""
+  return default in _resolved
 
 
 def reset_vocabulary() -> None:
-  """Forgets the process-wide choice, so that the next use chooses again."""
-  global _resolved
+  """Forgets every process-wide choice, so that the next use chooses again."""
   with _lock:
-    _resolved = None
+    _resolved.clear()
 
 
 class LazyVocabulary(seqio.Vocabulary):
   """A `seqio.Vocabulary` that stands for the configured vocabulary.
 
-  Every attribute and method delegates to `resolved_vocabulary()`, which is
-  chosen on first use. Two unpinned `LazyVocabulary` objects are equal without
-  choosing anything (so seqio's mixture checks at import time stay lazy); a
-  comparison with a concrete vocabulary chooses and compares the delegate.
+  Every attribute and method delegates to `resolved_vocabulary(default)`,
+  which is chosen on first use. `default` is the name used when neither gin
+  nor the environment chooses: `"t5"` for most tasks, `"byte"` for the
+  offline `pydocs_*` tasks.
+
+  Two unpinned `LazyVocabulary` objects with the same default are equal
+  without choosing anything (so seqio's mixture checks at import time stay
+  lazy); with different defaults, or against a concrete vocabulary, a
+  comparison chooses and compares the delegates.
 
   Pickling (and deep copies, e.g. by gin) carries the concrete vocabulary if it
   was already chosen, so that a worker process uses the same one: such a copy
   is "pinned" to it.
   """
 
-  def __init__(self, pinned: Optional[seqio.Vocabulary] = None):
+  def __init__(self, pinned: Optional[seqio.Vocabulary] = None,
+               default: str = DEFAULT_NAME):
     """Creates the proxy.
 
     Args:
       pinned: if given, the proxy always delegates to this vocabulary instead
         of the process-wide one.
+      default: the vocabulary name (see `make_vocabulary`) to use when
+        neither the gin binding nor `MTF_SYNTH_VOCAB` chooses one.
     """
     super().__init__(extra_ids=0)
     self._pinned = pinned
+    self._default = default
+
+  @property
+  def default(self) -> str:
+    """The name used when no explicit choice is configured."""
+    return self._default
 
   @property
   def delegate(self) -> seqio.Vocabulary:
     """The concrete vocabulary (chooses it if needed)."""
     if self._pinned is not None:
       return self._pinned
-    return resolved_vocabulary()
+    return resolved_vocabulary(self._default)
 
   # Ids and sizes.
   @property
@@ -206,14 +237,16 @@ class LazyVocabulary(seqio.Vocabulary):
   def __getattr__(self, name: str) -> Any:
     # Only called for attributes the proxy lacks (e.g. `sp_model`,
     # `sentencepiece_model_file`, `tokenizer` of a SentencePiece vocabulary).
-    if name.startswith("__") or name in ("_pinned", "_extra_ids"):
+    if name.startswith("__") or name in ("_pinned", "_extra_ids",
+                                         "_default"):
       raise AttributeError(name)
     return getattr(self.delegate, name)
 
   # Equality, hashing, pickling.
   def __eq__(self, other: Any) -> bool:
     if isinstance(other, LazyVocabulary):
-      if self._pinned is None and other._pinned is None:
+      if (self._pinned is None and other._pinned is None and
+          self._default == other._default):
         return True
       return self.delegate == other.delegate
     if isinstance(other, seqio.Vocabulary):
@@ -229,19 +262,23 @@ class LazyVocabulary(seqio.Vocabulary):
 
   def __getstate__(self) -> Dict[str, Any]:
     pinned = self._pinned
-    if pinned is None and is_resolved():
-      pinned = resolved_vocabulary()
-    return {"_pinned": pinned, "_extra_ids": 0}
+    if pinned is None and is_resolved(self._default):
+      pinned = resolved_vocabulary(self._default)
+    return {"_pinned": pinned, "_extra_ids": 0, "_default": self._default}
 
   def __setstate__(self, state: Dict[str, Any]) -> None:
     self.__dict__.update(state)
+    self.__dict__.setdefault("_default", DEFAULT_NAME)
 
   def __str__(self) -> str:
     if self._pinned is not None:
       return f"LazyVocabulary(pinned={self._pinned})"
-    if is_resolved():
-      return f"LazyVocabulary(resolved={_resolved})"
-    return "LazyVocabulary(unresolved)"
+    default = "" if self._default == DEFAULT_NAME else (
+        f"default={self._default!r}, ")
+    if is_resolved(self._default):
+      return (f"LazyVocabulary({default}"
+              f"resolved={_resolved[self._default]})")
+    return f"LazyVocabulary({default}unresolved)"
 
   __repr__ = __str__
 
@@ -250,20 +287,24 @@ VOCABULARY = LazyVocabulary()
 
 
 def output_features(
-    inputs: bool = True, add_eos: bool = True) -> Dict[str, seqio.Feature]:
-  """Returns seqio output features that use the lazy vocabulary.
+    inputs: bool = True, add_eos: bool = True,
+    vocab: Optional[LazyVocabulary] = None) -> Dict[str, seqio.Feature]:
+  """Returns seqio output features that use a lazy vocabulary.
 
   Args:
     inputs: whether to include an `inputs` feature (encoder-decoder tasks) in
       addition to `targets`.
     add_eos: whether EOS is appended to each feature.
+    vocab: the lazy vocabulary of both features; `VOCABULARY` (default T5's
+      SentencePiece) when None.
 
   Returns:
     A dict from feature name to `seqio.Feature`.
   """
+  vocab = VOCABULARY if vocab is None else vocab
   features = {}
   if inputs:
     features["inputs"] = seqio.Feature(
-        vocabulary=VOCABULARY, add_eos=add_eos, required=False)
-  features["targets"] = seqio.Feature(vocabulary=VOCABULARY, add_eos=add_eos)
+        vocabulary=vocab, add_eos=add_eos, required=False)
+  features["targets"] = seqio.Feature(vocabulary=vocab, add_eos=add_eos)
   return features

@@ -4,12 +4,14 @@
 
 References are independent of the code under test: the text comes straight
 from `pydoc_data.topics`, byte ids are checked as UTF-8 byte + 3, and span
-corruption is undone by hand from its sentinels.
+corruption is undone by hand from its sentinels. The tasks' vocabulary is the
+default (bytes) unless a test chooses another with gin or `MTF_SYNTH_VOCAB`.
 """
 
 import hashlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 
@@ -18,13 +20,43 @@ import numpy as np
 from pydoc_data import topics as pydoc_topics
 import pytest
 import seqio
+import sentencepiece
 import t5_tasks  # pylint: disable=unused-import
 from t5_tasks import pydocs
+from t5_tasks import vocabulary
 
 SEQ = {"inputs": 64, "targets": 64}
 BASE = 3 + 256          # PAD, EOS, UNK, then the 256 bytes.
 VOCAB_SIZE = BASE + 100  # 100 sentinels above the bytes.
 EOS = 1
+
+
+def _forget_vocabulary_choice():
+  os.environ.pop(vocabulary.ENV_VAR, None)
+  with gin.unlock_config():
+    gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.name", None)
+    gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.extra_ids",
+                       vocabulary.DEFAULT_EXTRA_IDS)
+  vocabulary.reset_vocabulary()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_explicit_vocabulary():
+  """No gin or environment choice: the tasks' default vocabulary applies."""
+  old = os.environ.get(vocabulary.ENV_VAR)
+  _forget_vocabulary_choice()
+  yield
+  _forget_vocabulary_choice()
+  if old is not None:
+    os.environ[vocabulary.ENV_VAR] = old
+
+
+@pytest.fixture
+def fresh_vocabulary():
+  """Starts with no choice made; forgets the test's choice afterwards."""
+  _forget_vocabulary_choice()
+  yield
+  _forget_vocabulary_choice()
 
 
 def _all_documents(**kwargs):
@@ -252,3 +284,76 @@ def test_lm_features_and_text():
   expected = b"".join(d.text.encode("utf-8")
                       for d in pydocs.documents("validation"))
   assert rebuilt == expected
+
+
+# --- vocabulary choice ----------------------------------------------------
+
+
+def _spm_path():
+  return seqio.test_utils.sentencepiece_vocab().sentencepiece_model_file
+
+
+@pytest.mark.usefixtures("fresh_vocabulary")
+def test_default_vocabulary_is_bytes_for_pydocs_only():
+  assert not vocabulary.is_resolved("byte")
+  lazy_copy = pickle.loads(pickle.dumps(pydocs.VOCABULARY))
+  assert lazy_copy.default == "byte"
+  for name in ("pydocs_span_corruption", "pydocs_lm"):
+    for feature in seqio.get_mixture_or_task(name).output_features.values():
+      assert isinstance(feature.vocabulary, vocabulary.LazyVocabulary)
+      assert isinstance(feature.vocabulary.delegate, seqio.ByteVocabulary)
+      assert feature.vocabulary.extra_ids == 100
+  # The paper's tasks keep T5's SentencePiece model (not loaded here).
+  other = seqio.get_mixture_or_task("synth_glue_cola").output_features
+  delegate = other["targets"].vocabulary.delegate
+  assert isinstance(delegate, seqio.SentencePieceVocabulary)
+  assert delegate.sentencepiece_model_file == vocabulary.DEFAULT_SPM_PATH
+  assert other["targets"].vocabulary != pydocs.VOCABULARY
+  # A pickle made after the choice carries the byte vocabulary along.
+  assert lazy_copy == seqio.ByteVocabulary(extra_ids=100)
+  pinned = pickle.loads(pickle.dumps(pydocs.VOCABULARY))
+  os.environ[vocabulary.ENV_VAR] = _spm_path()
+  vocabulary.reset_vocabulary()
+  assert isinstance(pinned.delegate, seqio.ByteVocabulary)
+  assert not isinstance(pydocs.VOCABULARY.delegate, seqio.ByteVocabulary)
+
+
+@pytest.mark.usefixtures("fresh_vocabulary")
+def test_environment_choice_reaches_the_pydocs_tasks():
+  import mesh_tensorflow.transformer.utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  import t5.models.utils  # pylint: disable=g-import-not-at-top
+  path = _spm_path()
+  os.environ[vocabulary.ENV_VAR] = path
+  processor = sentencepiece.SentencePieceProcessor(model_file=path)
+  size = processor.get_piece_size() + 100
+  assert pydocs.VOCABULARY.sentencepiece_model_file == path
+  # What dataset.gin hands to mesh's utils.run.
+  pair = t5.models.utils.get_vocabulary("pydocs_span_corruption")
+  assert mtf_utils.inputs_vocabulary(pair).vocab_size == size
+  assert mtf_utils.targets_vocabulary(pair).vocab_size == size
+  # The same choice as every other task.
+  glue = seqio.get_mixture_or_task("synth_glue_cola").output_features
+  assert glue["targets"].vocabulary == pydocs.VOCABULARY
+  # The LM targets are the SentencePiece ids of the documents, concatenated.
+  examples = _as_numpy("pydocs_lm", "validation", {"targets": 64})
+  ids = [i for ex in examples for i in ex["targets"][:-1]]
+  expected = [i for d in pydocs.documents("validation")
+              for i in processor.encode(d.text)]
+  assert ids == expected
+
+
+@pytest.mark.usefixtures("fresh_vocabulary")
+def test_gin_choice_reaches_the_pydocs_tasks():
+  os.environ[vocabulary.ENV_VAR] = "t5"  # gin wins over the environment
+  with gin.unlock_config():
+    gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.name", "byte")
+    gin.bind_parameter("t5_tasks.vocabulary.get_vocabulary.extra_ids", 7)
+  assert pydocs.VOCABULARY.vocab_size == BASE + 7
+  examples = _as_numpy("pydocs_span_corruption", "validation")
+  for ex in examples[:20]:
+    sentinels = [t for t in ex["inputs"] if t >= BASE]
+    assert sentinels == list(range(BASE + 6, BASE + 6 - len(sentinels), -1))
+  # 64 inputs make at most 3 spans; 7 sentinels are not enough for 512.
+  with pytest.raises(ValueError, match="only 7 sentinel ids"):
+    _as_numpy("pydocs_span_corruption", "validation",
+              {"inputs": 512, "targets": 128})
