@@ -18,6 +18,7 @@ gin.add_config_file_search_path(GIN_DIR)
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import checkpoints
 from mtf_synthesizer import cli_checks
+from mtf_synthesizer import encoder_classifier
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.layer import SynthesizerAttention

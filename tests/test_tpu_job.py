@@ -105,20 +105,19 @@ def test_table4_setting_pretrain_finetune_eval(monkeypatch):
     assert not any(p.startswith("utils.run.model_type") for p in params)
     # The gin route, not the Model API (--mode).
     assert not any(a.split("=")[0] == "--mode" for a in c)
-  # Pretraining: the model gin, then the variant file.
+  # Pretraining: the model gin, the experiment file, the variant file.
   files = _gin_files(pretrain)
-  assert files.index("synthesizer/random.gin") > files.index(
-      "models/t5.1.0.base.gin")
+  assert files == ["models/t5.1.0.base.gin",
+                   "experiments/c4_span_corruption.gin",
+                   "synthesizer/random.gin"]
   assert "utils.run.train_steps = 524288" in _gin_params(pretrain)
-  assert "MIXTURE_NAME = 'synth_c4_span_corruption'" in _gin_params(pretrain)
-  assert ("MIXTURE_NAME = 'synth_glue_super_glue_proportional'" in
-          _gin_params(finetune))
   pre_dir = _flag(pretrain, "--model_dir")
   # Finetuning: the pretrained operative config, then the variant file
   # again; the pretrained checkpoint; absolute steps.
   files = _gin_files(finetune)
   op = pre_dir + "/operative_config.gin"
-  assert files.index("synthesizer/random.gin") > files.index(op)
+  assert files == [op, "synthesizer/random.gin",
+                   "experiments/glue_super_glue_finetune.gin"]
   params = _gin_params(finetune)
   assert ("utils.run.init_checkpoint = '%s/model.ckpt-524288'" % pre_dir
           in params)
@@ -187,10 +186,21 @@ def test_lm1b_is_a_language_model(monkeypatch):
   text = _dry_run(monkeypatch, "--experiment=lm1b", "--stage=all")
   cmds = _t5_commands(text)
   assert len(cmds) == 2  # train, perplexity eval
-  for c in cmds:
-    assert "utils.run.model_type = 'lm'" in _gin_params(c)
-    assert "utils.run.sequence_length = {'targets': 512}" in _gin_params(c)
+  # The experiment file sets model_type 'lm'; the eval reads it from the
+  # operative config (tests/test_experiments.py checks the gin files).
+  assert "experiments/lm1b.gin" in _gin_files(cmds[0])
+  assert ("utils.run.sequence_length = {'targets': 256}" in
+          _gin_params(cmds[1]))
   assert "perplexity_eval.gin" in _gin_files(cmds[1])
+
+
+def test_encoder_only_classification_decodes_with_eval_gin(monkeypatch):
+  text = _dry_run(monkeypatch, "--experiment=ag_news", "--stage=all",
+                  "--variant=factorized_random")
+  train, evaluation = _t5_commands(text)
+  assert _gin_files(train)[1:] == ["experiments/ag_news.gin",
+                                   "synthesizer/factorized_random.gin"]
+  assert "eval.gin" in _gin_files(evaluation)
 
 
 def test_t5_1_1_names_3b_and_11b_xl_and_xxl(monkeypatch):
@@ -263,5 +273,5 @@ def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
 
 def test_model_type_is_a_real_mesh_model_type():
   for name, experiment in tpu_job.EXPERIMENTS.items():
-    assert experiment.model_type in ("bitransformer", "lm"), name
+    assert experiment.model_type in ("bitransformer", "lm", "aligned"), name
     assert experiment.paper.startswith("Table"), name

@@ -9,6 +9,10 @@ and stopping at the first failure. With --dry_run it only prints them, with
 the gcloud command that creates the TPU and the TensorBoard command; nothing
 touches the network.
 
+Each experiment is a gin file in mtf_synthesizer/gin/experiments/ (task,
+lengths, steps, learning rate, model type), used after the T5 model file of
+the chosen size and before the variant file.
+
 Stages:
   pretrain  train from scratch on the experiment's training mixture (C4 span
             corruption for c4_glue_superglue; the task itself otherwise).
@@ -26,9 +30,10 @@ layer stacks explicitly and so undoes the variant's layer swap. We use the
 gin route of T5's README instead (no --mode): the new model directory is
 trained with `utils.run.init_checkpoint` pointing at the pretrained
 checkpoint, after these gin files, in this order:
-  dataset.gin, <pretrain model_dir>/operative_config.gin,
-  synthesizer/<variant>.gin (again, AFTER the operative config, so the swap
-  holds), learning_rate_schedules/constant_0_001.gin.
+  <pretrain model_dir>/operative_config.gin, synthesizer/<variant>.gin
+  (again, AFTER the operative config, so the swap holds),
+  experiments/glue_super_glue_finetune.gin (mixture, lengths, constant
+  learning rate).
 `global_step` is restored from the checkpoint, so `utils.run.train_steps` is
 absolute: pretrain_steps + finetune_steps.
 
@@ -101,50 +106,78 @@ _VOCAB_SIZE = 32128
 class Experiment:
   """One experiment of the paper.
 
+  The gin files in `mtf_synthesizer/gin/experiments/` hold the settings (task,
+  lengths, steps, learning rate, model type); the fields below repeat what
+  the tool needs to compose and check commands without parsing gin, and
+  tests/test_experiments.py checks that both agree.
+
   Attributes:
-    train_mixture: mixture or task of the pretrain stage.
-    train_lengths: sequence lengths (inputs, targets) of that stage; inputs
-      None for a language model.
-    finetune_mixture: mixture of the finetune stage (None: no finetuning).
+    gin_file: the experiment file of the first (training) stage.
+    train_mixture: mixture or task of that stage.
+    train_lengths: its sequence lengths (inputs, targets); inputs None for a
+      language model.
+    train_steps: its step count.
+    model_type: `utils.run.model_type`: "bitransformer", "lm" or "aligned"
+      (the encoder-only classifier).
+    finetune_gin_file: the experiment file of the finetune stage (None: no
+      finetuning).
+    finetune_mixture: mixture of the finetune stage.
     finetune_lengths: its sequence lengths.
-    train_steps: default steps of the pretrain stage.
-    model_type: `utils.run.model_type`: "bitransformer" or "lm".
+    eval_split: the split evaluated ("test" where the data set has no
+      validation split).
     paper: where the paper reports it.
   """
+  gin_file: str
   train_mixture: str
   train_lengths: tuple
+  train_steps: int = 262144
+  model_type: str = "bitransformer"
+  finetune_gin_file: Optional[str] = None
   finetune_mixture: Optional[str] = None
   finetune_lengths: tuple = (512, 128)
-  train_steps: int = 524288
-  model_type: str = "bitransformer"
+  eval_split: str = "validation"
   paper: str = ""
 
 
 # Mixture and task names as `t5_tasks` registers them.
 EXPERIMENTS = {
     "c4_glue_superglue": Experiment(
-        "synth_c4_span_corruption", (512, 114),
-        "synth_glue_super_glue_proportional", (512, 128), 524288,
+        "experiments/c4_span_corruption.gin", "synth_c4_span_corruption",
+        (512, 114), 524288,
+        finetune_gin_file="experiments/glue_super_glue_finetune.gin",
+        finetune_mixture="synth_glue_super_glue_proportional",
         paper="Tables 4-6: C4 span corruption, then GLUE + SuperGLUE "
         "co-trained"),
-    "wmt_ende": Experiment("synth_wmt14_ende", (256, 256), None,
-                           train_steps=262144, paper="Table 2: WMT'14 En-De"),
-    "wmt_enfr": Experiment("synth_wmt14_enfr", (256, 256), None,
-                           train_steps=262144, paper="Table 2: WMT'14 En-Fr"),
-    "lm1b": Experiment("synth_lm1b", (None, 512), None, train_steps=262144,
-                       model_type="lm",
+    "wmt_ende": Experiment("experiments/wmt14_ende.gin", "synth_wmt14_ende",
+                           (256, 256), paper="Table 2: WMT'14 En-De"),
+    "wmt_enfr": Experiment("experiments/wmt14_enfr.gin", "synth_wmt14_enfr",
+                           (256, 256), paper="Table 2: WMT'14 En-Fr"),
+    "lm1b": Experiment("experiments/lm1b.gin", "synth_lm1b", (None, 256),
+                       model_type="lm", eval_split="test",
                        paper="Table 2: LM1B, decoder-only language model"),
-    "cnn_dm": Experiment("synth_cnn_dailymail", (512, 128), None,
-                         train_steps=262144,
+    "cnn_dm": Experiment("experiments/cnn_dailymail.gin",
+                         "synth_cnn_dailymail", (512, 128),
                          paper="Table 3: CNN/Dailymail summarization"),
-    "personachat": Experiment("synth_personachat", (512, 128), None,
-                              train_steps=262144,
+    "personachat": Experiment("experiments/personachat.gin",
+                              "synth_personachat", (512, 128),
                               paper="Table 3: PersonaChat dialogue"),
-    "ag_news": Experiment("synth_ag_news", (512, 16), None,
-                          train_steps=65536,
-                          paper="Table 7: AG News classification"),
-    "imdb": Experiment("synth_imdb", (512, 16), None, train_steps=65536,
-                       paper="Table 7: IMDb sentiment classification"),
+    "ag_news": Experiment("experiments/ag_news.gin", "synth_ag_news",
+                          (512, 512), 65536, model_type="aligned",
+                          eval_split="test", paper="Table 7: AG News classification, "
+                          "encoder only"),
+    "imdb": Experiment("experiments/imdb.gin", "synth_imdb", (512, 512),
+                       65536, model_type="aligned", eval_split="test",
+                       paper="Table 7: IMDb sentiment classification, "
+                       "encoder only"),
+}
+
+# The variants each table of the paper reports (gin file names).
+TABLE_VARIANTS = {
+    "Table 2-3": VARIANTS,
+    "Table 4": ("vanilla", "random", "random_vanilla", "dense_vanilla"),
+    "Tables 5-6": ("vanilla", "random", "dense", "random_vanilla",
+                   "dense_vanilla"),
+    "Table 7": ("vanilla", "factorized_random"),
 }
 
 DEFAULT_FINETUNE_STEPS = 262144  # 2**18, T5's finetuning length.
@@ -241,17 +274,13 @@ class Job:
             "--module_import=mtf_synthesizer",
             "--module_import=t5_tasks"]
 
-  def _mesh_params(self, lengths: tuple) -> List[str]:
+  def _mesh_params(self) -> List[str]:
     params = [
         "utils.tpu_mesh_shape.tpu_topology = %s" % _q(self.tpu_topology),
         "utils.tpu_mesh_shape.model_parallelism = %d" %
         self.model_parallelism,
         "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
-        "SynthesizerAttention.max_length = %d" % max(
-            l for l in lengths if l),
     ]
-    if self.exp.model_type != "bitransformer":
-      params.append("utils.run.model_type = %s" % _q(self.exp.model_type))
     return ["--gin_param=%s" % p for p in params]
 
   def _lengths(self, lengths: tuple) -> str:
@@ -268,40 +297,31 @@ class Job:
   def variant_gin(self) -> str:
     return "--gin_file=synthesizer/%s.gin" % self.variant
 
+  def model_gin(self) -> str:
+    return "--gin_file=%s" % _MODEL_GIN[self.t5_version][self.model_size]
+
   def pretrain(self) -> List[str]:
-    """Trains from scratch on the experiment's training mixture."""
-    exp = self.exp
+    """Trains from scratch: model size, experiment file, variant file."""
     return (self._base(self.pretrain_dir) + [
-        "--gin_file=dataset.gin",
-        "--gin_file=%s" % _MODEL_GIN[self.t5_version][self.model_size],
+        self.model_gin(),
+        "--gin_file=%s" % self.exp.gin_file,
         self.variant_gin(),
-        "--gin_file=learning_rate_schedules/rsqrt_no_ramp_down.gin",
-        "--gin_param=MIXTURE_NAME = %s" % _q(exp.train_mixture),
-        self._lengths(exp.train_lengths),
-        "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)" %
-        TOKENS_PER_BATCH,
         "--gin_param=utils.run.train_steps = %d" % self.pretrain_steps,
-    ] + self._mesh_params(exp.train_lengths) + self._extra())
+    ] + self._mesh_params() + self._extra())
 
   def finetune(self) -> List[str]:
     """Continues from the last pretrained checkpoint (see module doc)."""
-    exp = self.exp
     return (self._base(self.finetune_dir) + [
-        "--gin_file=dataset.gin",
         "--gin_file=%s/operative_config.gin" % self.pretrain_dir,
         # After the operative config, which binds the layer stacks.
         self.variant_gin(),
-        "--gin_file=learning_rate_schedules/constant_0_001.gin",
-        "--gin_param=MIXTURE_NAME = %s" % _q(exp.finetune_mixture),
+        "--gin_file=%s" % self.exp.finetune_gin_file,
         "--gin_param=utils.run.init_checkpoint = %s" %
         _q("%s/model.ckpt-%d" % (self.pretrain_dir, self.pretrain_steps)),
-        self._lengths(exp.finetune_lengths),
-        "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)" %
-        TOKENS_PER_BATCH,
         # Absolute: the pretrained global_step is restored.
         "--gin_param=utils.run.train_steps = %d" %
         (self.pretrain_steps + self.finetune_steps),
-    ] + self._mesh_params(exp.finetune_lengths) + self._extra())
+    ] + self._mesh_params() + self._extra())
 
   def _eval(self, model_dir: str, mixture: str, gin_file: str,
             lengths: tuple) -> List[str]:
@@ -310,10 +330,10 @@ class Job:
         self.variant_gin(),
         "--gin_file=%s" % gin_file,
         "--gin_param=MIXTURE_NAME = %s" % _q(mixture),
-        "--gin_param=utils.run.dataset_split = 'validation'",
+        "--gin_param=utils.run.dataset_split = %s" % _q(self.exp.eval_split),
         "--gin_param=eval_checkpoint_step = 'all'",
         self._lengths(lengths),
-    ] + self._mesh_params(lengths) + self._extra())
+    ] + self._mesh_params() + self._extra())
 
   def evals(self) -> List[List[str]]:
     """Perplexity of the pretrained model; decodes of the finetuned one."""
