@@ -19,6 +19,7 @@ from t5_tasks import listops  # pylint: disable=unused-import
 from t5_tasks import lm  # pylint: disable=unused-import
 from t5_tasks import mixtures  # pylint: disable=unused-import
 from t5_tasks import pydocs  # pylint: disable=unused-import
+from t5_tasks import recall  # pylint: disable=unused-import
 from t5_tasks import summarization  # pylint: disable=unused-import
 from t5_tasks import translation  # pylint: disable=unused-import
 from t5_tasks import vocabulary  # pylint: disable=unused-import

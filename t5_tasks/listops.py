@@ -24,7 +24,8 @@ small so that the task builds in seconds (set them with gin, see
 `docs/tasks.md`).
 
 The seqio task `listops` (alias `synth_listops`) has `inputs` = expression,
-`targets` = the label digit as text, metric accuracy.
+`targets` = the label digit as text, metric accuracy. It is offline by
+default: the byte vocabulary, unless `t5_tasks.vocabulary` is told otherwise.
 """
 
 import dataclasses
@@ -245,6 +246,9 @@ def evaluate(expression: str) -> int:
 
 
 SPLITS = ("train", "validation", "test")
+# Offline by default: the byte vocabulary unless t5_tasks.vocabulary is told
+# otherwise (gin or MTF_SYNTH_VOCAB), like the pydocs tasks.
+VOCABULARY = vocabulary.LazyVocabulary(default="byte")
 _MAX_CONSECUTIVE_MISSES = 200_000
 
 
@@ -373,7 +377,7 @@ def register(name: str) -> None:
           seqio.CacheDatasetPlaceholder(),
           seqio.preprocessors.append_eos_after_trim,
       ],
-      output_features=vocabulary.output_features(),
+      output_features=vocabulary.output_features(vocab=VOCABULARY),
       metric_fns=[metrics.accuracy])
 
 

