@@ -24,10 +24,13 @@ def test_targets_are_the_value_of_the_queried_key():
   splits = recall.generate_splits(recall.RecallConfig(num_train=2000))
   for examples in splits.values():
     for inputs, target in examples:
-      pairs, query = inputs.split(" | ")
+      query, pairs = inputs.split(" | ")
       keys = [p[0] for p in pairs.split()]
       assert len(keys) == len(set(keys)) == 8
       assert query in keys
+      # Independent of the generator: the pair that starts with the query.
+      matching = [p[1:] for p in pairs.split() if p[0] == query]
+      assert matching == [target]
       assert recall.answer(inputs) == target
       assert target.isdigit() and len(target) == 1
 
@@ -38,7 +41,7 @@ def test_the_answer_is_not_at_a_fixed_position():
   examples = recall.generate_splits(recall.RecallConfig(num_train=4000))
   slots = collections.Counter()
   for inputs, _ in examples["train"]:
-    pairs, query = inputs.split(" | ")
+    query, pairs = inputs.split(" | ")
     slots[[p[0] for p in pairs.split()].index(query)] += 1
   assert len(slots) == 8
   assert max(slots.values()) < 1.25 * min(slots.values())
@@ -64,3 +67,30 @@ def test_task_tokenizes_offline_with_bytes():
   # Byte vocabulary: byte + 3, then EOS (1).
   assert list(ex["inputs"]) == [b + 3 for b in inputs.encode()] + [1]
   assert list(ex["targets"]) == [ord(target) + 3, 1]
+
+
+def test_presence_labels_are_balanced_and_right():
+  splits = recall.generate_splits(recall.RecallConfig(num_train=2000),
+                                  "key_presence")
+  labels = collections.Counter()
+  for examples in splits.values():
+    for inputs, target in examples:
+      query, letters = inputs.split(" | ")
+      letters = letters.split()
+      assert len(letters) == len(set(letters)) == 8
+      # Independent of the generator: membership, read off the text.
+      assert target == ("yes" if query in letters else "no")
+      assert recall.answer(inputs) == target
+      labels[target] += 1
+  assert abs(labels["yes"] - labels["no"]) < 0.1 * sum(labels.values())
+
+
+def test_presence_task_is_registered():
+  task = seqio.get_mixture_or_task("key_presence")
+  ex = next(iter(task.get_dataset({"inputs": 32, "targets": 4},
+                                  split="validation",
+                                  shuffle=False).as_numpy_iterator()))
+  inputs, target = recall.generate_splits(recall.recall_config(),
+                                          "key_presence")["validation"][0]
+  assert list(ex["inputs"]) == [b + 3 for b in inputs.encode()] + [1]
+  assert list(ex["targets"]) == [b + 3 for b in target.encode()] + [1]
