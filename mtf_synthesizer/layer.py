@@ -155,7 +155,8 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
         key_dim=self.kv_dim,
         variable_dtype=context.variable_dtype,
         queries=q,
-        keys=k)
+        keys=k,
+        write_summaries=context.train)
     logits = synth(inputs)
     bias = self.compute_bias(context, memory_position, x,
                              params.query_heads_dims, q)

@@ -59,6 +59,8 @@ class SynthesisInputs:
     variable_dtype: a mtf.VariableDType.
     queries: F_Q(X), per head, when the layer computes it (else None).
     keys: F_K(X) over memory, when the layer computes it (else None).
+    write_summaries: add scalar summaries (training only); see
+      `Mixture.weights`.
   """
   x: mtf.Tensor
   model_dim: mtf.Dimension
@@ -72,6 +74,7 @@ class SynthesisInputs:
   variable_dtype: mtf.VariableDType
   queries: Optional[mtf.Tensor] = None
   keys: Optional[mtf.Tensor] = None
+  write_summaries: bool = False
 
   @property
   def mesh(self) -> mtf.Mesh:
@@ -121,12 +124,19 @@ class SynthesisInputs:
 
 def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
                      positions: mtf.Tensor,
-                     positions_last: bool = False) -> mtf.Tensor:
+                     positions_last: bool = False,
+                     batch_dims: Sequence[mtf.Dimension] = ()) -> mtf.Tensor:
   """Looks up `table` along `position_dim` at integer `positions`.
 
   A real gather (tf.gather on each slice), not mtf.gather's one-hot einsum:
   the work is the size of the output. Dimensions that `table` and `positions`
   share (e.g. batch) are matched, not crossed.
+
+  The gradient is a scatter-add per slice. Where `positions` carries batch
+  dims that `table` does not (e.g. R indexed by each example's positions),
+  the scatter keeps them and an mtf reduce_sum removes them, so that mesh
+  sums the gradient across devices when the batch is split. The other index
+  dims (lengths) are summed inside each slice and must not be split.
 
   Args:
     table: a Tensor with `position_dim`.
@@ -134,6 +144,7 @@ def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
     positions: an int32 Tensor without `position_dim`.
     positions_last: put the other dims of `positions` after those of `table`
       (the gather is then along the table's innermost axis).
+    batch_dims: the batch dims of the model (see above).
 
   Returns:
     A Tensor with the dims shared by both, then the other dims of
@@ -154,20 +165,59 @@ def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
   index_order = [positions.shape.dims.index(d) for d in shared + index_only]
   axis = table_dims.index(position_dim)
 
-  def tf_fn(table_slice, positions_slice):
+  def tf_gather(table_slice, positions_slice):
     return tf.gather(tf.transpose(table_slice, table_order),
                      tf.transpose(positions_slice, index_order),
                      axis=axis, batch_dims=len(shared))
 
-  return mtf.slicewise(
-      tf_fn, [table, positions], output_shape=output_shape,
-      output_dtype=table.dtype, splittable_dims=output_shape.dims,
-      name="gather_positions")
+  def forward(t):
+    return mtf.slicewise(
+        tf_gather, [t, positions], output_shape=output_shape,
+        output_dtype=table.dtype, splittable_dims=output_shape.dims,
+        name="gather_positions")
+
+  # The gradient: dy is laid out [shared, kept, summed, table_only] and
+  # scattered into [shared, kept, position, table_only], then the kept
+  # (batch) dims are reduced in mtf.
+  kept = [d for d in index_only if d in batch_dims]
+  summed = [d for d in index_only if d not in batch_dims]
+  scatter_shape = mtf.Shape(shared + kept + [position_dim] + table_only)
+  dy_order = [output_shape.dims.index(d)
+              for d in shared + kept + summed + table_only]
+  positions_order = [positions.shape.dims.index(d)
+                     for d in shared + kept + summed]
+  num_positions = position_dim.size
+
+  def tf_scatter(dy_slice, positions_slice):
+    dy_slice = tf.transpose(dy_slice, dy_order)
+    positions_slice = tf.transpose(positions_slice, positions_order)
+    lead = tf.shape(positions_slice)[:len(shared) + len(kept)]
+    rows = tf.reduce_prod(lead)
+    tail = tf.shape(dy_slice)[len(shared) + len(kept) + len(summed):]
+    ids = tf.reshape(positions_slice, [rows, -1]) + num_positions * tf.range(
+        rows)[:, None]
+    data = tf.reshape(dy_slice, tf.concat([[-1], tail], 0))
+    out = tf.math.unsorted_segment_sum(data, tf.reshape(ids, [-1]),
+                                       rows * num_positions)
+    return tf.reshape(out, tf.concat([lead, [num_positions], tail], 0))
+
+  def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs,
+              output_grads):
+    del explicit_inputs, all_inputs, forward_operations, outputs
+    scattered = mtf.slicewise(
+        tf_scatter, [output_grads[0], positions], output_shape=scatter_shape,
+        output_dtype=output_grads[0].dtype,
+        splittable_dims=shared + kept + table_only,
+        name="gather_positions_grad")
+    return [mtf.reduce_sum(scattered, output_shape=table.shape)]
+
+  return mtf.custom_gradient(forward, grad_fn, [table])
 
 
 def select_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
                      positions: Optional[mtf.Tensor],
-                     new_dim: Optional[mtf.Dimension]) -> mtf.Tensor:
+                     new_dim: Optional[mtf.Dimension],
+                     batch_dims: Sequence[mtf.Dimension] = ()) -> mtf.Tensor:
   """Truncates or gathers a max_length-sized table to the positions in use.
 
   Args:
@@ -176,12 +226,14 @@ def select_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
     positions: None for positions 0..new_dim.size-1, else an int32 Tensor.
     new_dim: the dimension that replaces `position_dim` when `positions` is
       None (the query length or memory length dim).
+    batch_dims: the model's batch dims (see `gather_positions`).
 
   Returns:
     A Tensor.
   """
   if positions is not None:
-    return gather_positions(table, position_dim, positions)
+    return gather_positions(table, position_dim, positions,
+                            batch_dims=batch_dims)
   sliced = mtf.slice(table, 0, new_dim.size, position_dim.name)
   return mtf.replace_dimensions(
       sliced, mtf.Dimension(position_dim.name, new_dim.size), new_dim)
@@ -284,9 +336,11 @@ class Random(SynthesizingFunction):
     # [heads, N, N]: no batch dim, so scaling it is cheap.
     r = _scaled(mtf.cast(self.matrix(inputs), tf.float32), scale)
     rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
-                            inputs.query_positions, inputs.length_dim)
+                            inputs.query_positions, inputs.length_dim,
+                            inputs.batch_dims)
     return select_positions(rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
-                            inputs.memory_positions, inputs.memory_length_dim)
+                            inputs.memory_positions, inputs.memory_length_dim,
+                            inputs.batch_dims)
 
 
 @gin.configurable(module="synthesizers")
@@ -340,9 +394,11 @@ class FactorizedRandom(SynthesizingFunction):
     r1, r2 = self.factors(inputs)
     r1 = _scaled(mtf.cast(r1, tf.float32), scale)
     r1 = select_positions(r1, r1.shape.get_dim_by_name(QUERY_POSITIONS),
-                          inputs.query_positions, inputs.length_dim)
+                          inputs.query_positions, inputs.length_dim,
+                          inputs.batch_dims)
     r2 = select_positions(r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
-                          inputs.memory_positions, inputs.memory_length_dim)
+                          inputs.memory_positions, inputs.memory_length_dim,
+                          inputs.batch_dims)
     return mtf.einsum([r1, mtf.cast(r2, tf.float32)],
                       reduced_dims=[r1.shape.dims[-1]])
 
@@ -427,7 +483,8 @@ class Dense(SynthesizingFunction):
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
     w2 = select_positions(_scaled(w2, scale), positions_dim,
-                          inputs.memory_positions, inputs.memory_length_dim)
+                          inputs.memory_positions, inputs.memory_length_dim,
+                          inputs.batch_dims)
     if inputs.length_dim is not None:
       # W2 carries no batch dim; broadcast it (it is small next to the
       # logits) so that the product is a matmul batched over batch and heads,
@@ -443,7 +500,7 @@ class Dense(SynthesizingFunction):
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
       logits += select_positions(_scaled(b2, scale), positions_dim,
                                  inputs.memory_positions,
-                                 inputs.memory_length_dim)
+                                 inputs.memory_length_dim, inputs.batch_dims)
     return logits
 
 
@@ -515,8 +572,10 @@ class FactorizedDense(SynthesizingFunction):
     factor_b = mtf.transpose(
         factor_b, [d for d in order.dims if d in factor_b.shape] + [b_dim])
     return mtf.multiply(
-        gather_positions(factor_a, a_dim, columns % a, positions_last=True),
-        gather_positions(factor_b, b_dim, columns // a, positions_last=True),
+        gather_positions(factor_a, a_dim, columns % a, positions_last=True,
+                         batch_dims=inputs.batch_dims),
+        gather_positions(factor_b, b_dim, columns // a, positions_last=True,
+                         batch_dims=inputs.batch_dims),
         output_shape=order)
 
 
@@ -566,7 +625,17 @@ class Mixture(SynthesizingFunction):
           inputs.mesh, "alpha_logits",
           mtf.Shape([components_dim] + inputs.heads_dims),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
-    return mtf.softmax(mtf.cast(w, tf.float32), components_dim)
+      alpha = mtf.softmax(mtf.cast(w, tf.float32), components_dim)
+      if inputs.write_summaries:
+        # alpha_i averaged over heads, per layer: where the layer puts its
+        # weight (TensorBoard, scalars "<layer>/mixture/alpha_<function>").
+        # mesh writes them with `tpu_estimator_model_fn.tpu_summaries = True`.
+        # (mesh prefixes the name with the current scope).
+        for i, component in enumerate(self.components):
+          alpha_i = mtf.slice(alpha, i, 1, components_dim.name)
+          mtf.scalar_summary("alpha_" + component.name,
+                             mtf.reduce_mean(alpha_i))
+    return alpha
 
   def __call__(self, inputs: SynthesisInputs,
                scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:

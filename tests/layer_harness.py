@@ -33,6 +33,7 @@ class LayerRun:
   variables: Dict[str, np.ndarray]
   grads: Dict[str, np.ndarray]  # by variable name, and "x" for the input
   output_weights: np.ndarray    # the loss is sum(output * output_weights)
+  summaries: Dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def run_layer(layer, x: np.ndarray, *, causal: bool = False,
@@ -115,6 +116,10 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
       if g is not None:
         key = "grad/" + (v.name if v is not None else "x")
         fetch[key] = lowering.export_to_tf_tensor(g)
+    # mtf.scalar_summary values, as mesh's TPU host call would write them.
+    for name, tensor in tf_graph.get_collection(
+        mtf.utils.SCALAR_SUMMARIES_COLLECTION_KEY):
+      fetch["summary/" + name] = tensor
     init = tf.global_variables_initializer()
     config = tf.ConfigProto(device_count={"CPU": max(num_devices, 1)})
     with tf.Session(graph=tf_graph, config=config) as sess:
@@ -128,4 +133,6 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
       output=values["y"],
       variables={k[4:]: v for k, v in values.items() if k.startswith("var/")},
       grads={k[5:]: v for k, v in values.items() if k.startswith("grad/")},
-      output_weights=out_w)
+      output_weights=out_w,
+      summaries={k[8:]: float(v) for k, v in values.items()
+                 if k.startswith("summary/")})

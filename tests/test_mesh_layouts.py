@@ -69,12 +69,20 @@ synthesizers.FactorizedRandom.k = 2
 """ % LENGTH
 
 
-def _configure(variant: str) -> None:
-  """Parses the gin config for `variant` (a variant file name or mesh's)."""
+def _configure(variant: str, packed: bool = False) -> None:
+  """Parses the gin config for `variant` (a variant file name or mesh's).
+
+  Args:
+    variant: a variant file name or MESH_SELF_ATTENTION.
+    packed: use explicit positions (mesh passes them to the layers only with
+      absolute position embeddings).
+  """
   gin.clear_config()
   files = [os.path.join(os.path.dirname(transformer.__file__), "gin",
                         "defaults.gin")]
   bindings = [_TINY_T5]
+  if packed:
+    bindings.append("transformer.Unitransformer.positional_embedding = True")
   if variant != MESH_SELF_ATTENTION:
     files.append("synthesizer/%s.gin" % variant)
     bindings.append(_SYNTHESIZER_SIZES)
@@ -112,19 +120,31 @@ def _initial_value(name: str, shape: Tuple[int, ...]) -> np.ndarray:
   return (std * rng.randn(*shape)).astype(np.float32)
 
 
-def _run(mesh_shape: str, layout: str, num_devices: int
-        ) -> Dict[str, object]:
+def _packed_features() -> Dict[str, np.ndarray]:
+  """Two segments per row: ids 1 and 2, positions restarting at 0."""
+  half = LENGTH // 2
+  segments = np.array([[1] * half + [2] * half] * BATCH, np.int32)
+  positions = np.array([list(range(half)) * 2] * BATCH, np.int32)
+  return {"segments": segments, "positions": positions}
+
+
+def _run(mesh_shape: str, layout: str, num_devices: int,
+         packed: bool = False) -> Dict[str, object]:
   """Builds the gin-configured Bitransformer on a mesh and runs it.
 
   Args:
     mesh_shape: "" for one device, else e.g. "model:2,batch:2".
     layout: layout rules.
     num_devices: logical CPU devices in the session.
+    packed: feed two packed segments per row, with their positions (no
+      decoding then).
 
   Returns:
     A dict with "loss", "grads" (by variable name) and "decoded" tokens.
   """
   data = _data()
+  if packed:
+    data.update(_packed_features())
   tf_graph = tf.Graph()
   with tf_graph.as_default():
     tf.set_random_seed(1)
@@ -140,10 +160,18 @@ def _run(mesh_shape: str, layout: str, num_devices: int
         input_vocab_size=VOCAB, output_vocab_size=VOCAB,
         layout=layout or None, mesh_shape=mesh_shape or None)
     with tf.variable_scope("bt", reuse=tf.AUTO_REUSE):
+      packing = {}
+      if packed:
+        packing = dict(
+            encoder_sequence_id=imp("segments"),
+            decoder_sequence_id=imp("segments"),
+            encoder_position=imp("positions"),
+            decoder_position=imp("positions"))
       _, loss = model.call_simple(
           inputs=imp("inputs"), targets=imp("targets"), compute_loss=True,
-          mode=tf.estimator.ModeKeys.TRAIN)
-      decoded = model.decode(imp("inputs"), temperature=0.0)
+          mode=tf.estimator.ModeKeys.TRAIN, **packing)
+      decoded = (mtf.zeros(mesh, [batch_dim, length_dim], tf.int32) if packed
+                 else model.decode(imp("inputs"), temperature=0.0))
     variables = graph.trainable_variables
     grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
 
@@ -226,6 +254,28 @@ def test_same_loss_gradients_and_decodes_as_one_device(
   assert all(np.any(g != 0) for g in want["grads"].values()), variant
   assert len(np.unique(want["decoded"])) >= 2, want["decoded"]
   np.testing.assert_array_equal(got["decoded"], want["decoded"])
+
+
+# Packed examples with explicit positions: the position tables (R, R1/R2,
+# W2/b2) and FD's factors are gathered per example. Their gradients must be
+# summed over the batch shards (a slice-by-slice gradient is not).
+PACKED_VARIANTS = ["random", "factorized_random", "dense", "factorized_dense"]
+
+
+@pytest.mark.parametrize("variant", PACKED_VARIANTS)
+def test_packed_examples_same_loss_and_gradients_as_one_device(variant):
+  results = {}
+  for mesh_shape, layout, devices in (("", "", 1),
+                                      (MESHES[0], LAYOUT, NUM_DEVICES)):
+    _configure(variant, packed=True)
+    results[mesh_shape] = _run(mesh_shape, layout, devices, packed=True)
+  gin.clear_config()
+  want, got = results[""], results[MESHES[0]]
+  np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-5)
+  _assert_same_arrays(got["grads"], want["grads"], "gradient")
+  tables = [n for n in want["grads"]
+            if n.endswith(("/R", "/R1", "/R2", "/w2", "/b2", "/wa", "/wb"))]
+  assert tables and all(np.any(want["grads"][n] != 0) for n in tables)
 
 
 def test_variant_files_found():

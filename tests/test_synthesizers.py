@@ -122,6 +122,28 @@ def test_mixture_weights_start_equal_and_sum_to_one():
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
 
+def test_mixture_weights_are_summarized_in_training_only():
+  kinds = ("random", "dot_product")
+  logits = np.array([[0.3, -1.0, 2.0, 0.0], [1.0, 0.5, -0.5, 0.0]],
+                    np.float32)[:, :HEADS]
+  values = {"layer/mixture/alpha_logits": logits}
+  run = layer_harness.run_layer(_layer(kinds), _x(), train=True,
+                                variable_values=values)
+  # alpha = softmax over the functions, per head; the summary is the mean
+  # over heads, one scalar per function and layer.
+  alpha = np.exp(logits) / np.exp(logits).sum(axis=0)
+  assert sorted(run.summaries) == [
+      "layer/mixture/alpha_dot_product",
+      "layer/mixture/alpha_random"]
+  np.testing.assert_allclose(
+      run.summaries["layer/mixture/alpha_random"],
+      alpha[0].mean(), rtol=1e-6)
+  np.testing.assert_allclose(
+      run.summaries["layer/mixture/alpha_dot_product"],
+      alpha[1].mean(), rtol=1e-6)
+  assert not layer_harness.run_layer(_layer(kinds), _x()).summaries
+
+
 def test_unweighted_sum_mixture():
   kinds = ("random", "dot_product")
   layer = ms.SynthesizerAttention(
