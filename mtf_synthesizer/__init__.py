@@ -18,6 +18,7 @@ gin.add_config_file_search_path(GIN_DIR)
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import checkpoints
 from mtf_synthesizer import cli_checks
+from mtf_synthesizer import cpu_devices
 from mtf_synthesizer import encoder_classifier
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
@@ -33,3 +34,5 @@ from mtf_synthesizer.synthesizers import Random
 # Under the stock CLI (flags already parsed), say clearly what is wrong with
 # --model_dir or a --gin_file=synthesizer/... before TensorFlow or gin would.
 cli_checks.check_cli_flags()
+# MTF_SYNTH_CPU_DEVICES=N: N logical CPU devices for the CLI's sessions.
+cpu_devices.install_from_env()

@@ -15,11 +15,10 @@ The losses the estimator reports for the final step of runs 2 and 3 must be
 equal (within float tolerance).
 
 About the devices: the stock CLI builds its estimator with no session config
-on CPU, and gin cannot give it one, so the session has one CPU device.
-`utils.run.mesh_devices` defaults to one empty device string per mesh slice:
-the 4 slices (and the collective communication between them) are all built,
-placed on that one device. tests/test_mesh_layouts.py covers 4 real logical
-CPU devices.
+on CPU, and gin cannot give it one. The mesh run sets
+`MTF_SYNTH_CPU_DEVICES=4` (see mtf_synthesizer/cpu_devices.py), so that its
+session has 4 logical CPU devices with soft placement off, and places the 4
+mesh slices on `/cpu:0` ... `/cpu:3` (`utils.run.mesh_devices`).
 
 Usage:
   python tools/cli_mesh_check.py [--variants=random,dense] [--workdir=/tmp/x]
@@ -35,6 +34,7 @@ import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 MESH_SHAPE = "model:2,batch:2"
+NUM_DEVICES = 4
 LAYOUT = "heads:model,batch:batch,d_ff:model,vocab:model"
 LENGTH = 32
 VARIANTS = ("vanilla", "random", "fixed_random", "factorized_random", "dense",
@@ -69,6 +69,9 @@ def train_command(model_dir: str, variant: str, steps: int,
   ]
   if init_checkpoint:
     params.append("utils.run.init_checkpoint = '%s'" % init_checkpoint)
+  if mesh_shape:
+    params.append("utils.run.mesh_devices = %r" % [
+        "/cpu:%d" % i for i in range(NUM_DEVICES)])
   return ([cli_path(), "--module_import=mtf_synthesizer",
            "--module_import=t5_tasks", "--model_dir=" + model_dir,
            "--gin_file=dataset.gin", "--gin_file=models/t5.1.1.tiny.gin",
@@ -76,9 +79,10 @@ def train_command(model_dir: str, variant: str, steps: int,
           ["--gin_param=" + p for p in params])
 
 
-def _run(argv: Sequence[str]) -> Tuple[float, str]:
+def _run(argv: Sequence[str], num_devices: int = 1) -> Tuple[float, str]:
   env = dict(os.environ)
   env.setdefault("MTF_SYNTH_VOCAB", "byte")
+  env["MTF_SYNTH_CPU_DEVICES"] = str(num_devices)
   proc = subprocess.run(list(argv), capture_output=True, text=True, env=env,
                         check=False)
   if proc.returncode != 0:
@@ -110,7 +114,8 @@ def check_variant(variant: str, workdir: str) -> Dict[str, float]:
           MESH_SHAPE: train_command(os.path.join(root, "mesh"), variant, 2,
                                     MESH_SHAPE, ckpt)}
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    futures = {k: pool.submit(_run, v) for k, v in runs.items()}
+    futures = {k: pool.submit(_run, v, NUM_DEVICES if k == MESH_SHAPE else 1)
+               for k, v in runs.items()}
     return {k: f.result()[0] for k, f in futures.items()}
 
 

@@ -1,0 +1,58 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Several logical CPU devices for the stock CLI, to try mesh layouts on CPU.
+
+The stock `t5_mesh_transformer` builds its estimator with no session config
+on CPU, and gin cannot give it one, so its session has one CPU device. With
+the environment variable `MTF_SYNTH_CPU_DEVICES=N` (N > 1), importing
+`mtf_synthesizer` (`--module_import=mtf_synthesizer`) makes the estimator's
+default session config ask for N CPU devices, with soft placement off so
+that an op placed on a missing device fails instead of moving silently.
+Then give mesh the devices:
+
+  MTF_SYNTH_CPU_DEVICES=4 t5_mesh_transformer --module_import=mtf_synthesizer \\
+    ... --gin_param="utils.run.mesh_shape = 'model:2,batch:2'" \\
+    --gin_param="utils.run.mesh_devices = ['/cpu:0', '/cpu:1', '/cpu:2', '/cpu:3']"
+
+Only for CPU experiments: on TPU mesh's own session config applies.
+"""
+
+import os
+
+from tensorflow_estimator.python.estimator import run_config
+
+ENV_VAR = "MTF_SYNTH_CPU_DEVICES"
+_original_default_config = run_config.get_default_session_config
+
+
+def _session_config_with_devices(num_devices: int):
+  config = _original_default_config()
+  config.device_count["CPU"] = num_devices
+  config.allow_soft_placement = False
+  return config
+
+
+def install_from_env() -> int:
+  """Applies `MTF_SYNTH_CPU_DEVICES`, if set; returns the device count.
+
+  Returns:
+    The number of CPU devices the estimator's sessions will have (1 when the
+    variable is unset).
+
+  Raises:
+    ValueError: when the variable is not a positive integer.
+  """
+  value = os.environ.get(ENV_VAR, "").strip()
+  if not value:
+    return 1
+  try:
+    num_devices = int(value)
+  except ValueError:
+    num_devices = 0
+  if num_devices < 1:
+    raise ValueError("%s must be a positive integer, got %r." % (ENV_VAR,
+                                                                 value))
+  if num_devices > 1:
+    run_config.get_default_session_config = (
+        lambda: _session_config_with_devices(num_devices))
+  return num_devices
