@@ -76,9 +76,7 @@ def _add(name, tfds_name, prefix, text_keys, labels):
       preprocessors=[
           functools.partial(classification_preprocessor, prefix=prefix,
                             text_keys=text_keys, labels=labels),
-          seqio.preprocessors.tokenize,
-          seqio.CacheDatasetPlaceholder(),
-          seqio.preprocessors.append_eos_after_trim,
+          *registry.tokenize_and_eos(),
       ],
       postprocess_fn=functools.partial(
           postprocessors.string_label_to_class_id, label_classes=labels),

@@ -155,9 +155,7 @@ registry.add_task(
     "synth_personachat",
     source=seqio.FunctionDataSource(personachat_dataset_fn, splits=SPLITS),
     preprocessors=[
-        seqio.preprocessors.tokenize,
-        seqio.CacheDatasetPlaceholder(),
-        seqio.preprocessors.append_eos_after_trim,
+        *registry.tokenize_and_eos(),
     ],
     metric_fns=[t5_metrics.bleu, metrics.rouge, metrics.meteor,
                 metrics.cider])

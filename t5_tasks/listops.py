@@ -38,6 +38,7 @@ import seqio
 import tensorflow.compat.v2 as tf
 
 from t5.evaluation import metrics
+from t5_tasks import registry
 from t5_tasks import vocabulary
 
 MAX = "[MAX"
@@ -373,9 +374,7 @@ def register(name: str) -> None:
       name,
       source=ListOpsDataSource(),
       preprocessors=[
-          seqio.preprocessors.tokenize,
-          seqio.CacheDatasetPlaceholder(),
-          seqio.preprocessors.append_eos_after_trim,
+          *registry.tokenize_and_eos(),
       ],
       output_features=vocabulary.output_features(vocab=VOCABULARY),
       metric_fns=[metrics.accuracy])

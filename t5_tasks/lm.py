@@ -22,9 +22,7 @@ registry.add_task(
     preprocessors=[
         functools.partial(seqio.preprocessors.rekey,
                           key_map={"targets": "text"}),
-        seqio.preprocessors.tokenize,
-        seqio.CacheDatasetPlaceholder(),
-        seqio.preprocessors.append_eos_after_trim,
+        *registry.tokenize_and_eos(),
     ],
     output_features=vocabulary.output_features(inputs=False),
     metric_fns=[metrics.perplexity])

@@ -39,6 +39,7 @@ import seqio
 import tensorflow.compat.v2 as tf
 
 from t5.evaluation import metrics
+from t5_tasks import registry
 from t5_tasks import vocabulary
 
 SPLITS = ("train", "validation", "test")
@@ -212,9 +213,7 @@ for _name in _MAKERS:
       _name,
       source=_RecallSource(_name),
       preprocessors=[
-          seqio.preprocessors.tokenize,
-          seqio.CacheDatasetPlaceholder(),
-          seqio.preprocessors.append_eos_after_trim,
+          *registry.tokenize_and_eos(),
       ],
       output_features=vocabulary.output_features(vocab=VOCABULARY),
       metric_fns=[metrics.accuracy])

@@ -12,6 +12,17 @@ from t5_tasks import vocabulary
 PREFIX = "synth_"
 
 
+def tokenize_and_eos() -> list:
+  """The preprocessors that end every text task here.
+
+  Returns:
+    A new list: tokenize, the cache point, EOS appended after truncation (so
+    it is still there when a text is cut).
+  """
+  return [seqio.preprocessors.tokenize, seqio.CacheDatasetPlaceholder(),
+          seqio.preprocessors.append_eos_after_trim]
+
+
 def _check_name(name: str) -> None:
   if not name.startswith(PREFIX) and name not in ("listops",):
     raise ValueError(f"Task/mixture name {name!r} must start with {PREFIX!r}")
