@@ -14,6 +14,7 @@ declares only the arguments that are new.
 
 from typing import Optional, Sequence
 
+from absl import logging
 import gin
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer_layers
@@ -22,9 +23,117 @@ import tensorflow.compat.v1 as tf
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers as synth_lib
 
+# (sequence length, max_length) pairs already reported, to say it once.
+_SAID = set()
+
 _ATTENTION_KWARGS = frozenset(
     ["dropout_rate", "dropout_broadcast_dims", "extra_logit",
      "float32_logits"])
+
+
+def _unsupported_settings(layer: transformer_layers.SelfAttention,
+                          needs_keys: bool) -> list:
+  """Inherited SelfAttention settings that SynthesizerAttention ignores.
+
+  Args:
+    layer: the layer, after SelfAttention.__init__ has stored its settings.
+    needs_keys: whether a synthesizing function uses the key projection.
+
+  Returns:
+    A list of "binding: reason" strings, empty when all are honoured.
+  """
+  problems = []
+  if layer.attention_func is not None:
+    problems.append("attention_func=%r: the logits are synthesized, not "
+                    "computed by an attention function" % layer.attention_func)
+  if (layer.use_hyperprompt or layer.hyperprompt_length_encoder or
+      layer.hyperprompt_length_decoder):
+    problems.append("use_hyperprompt / hyperprompt_length_*: prompts "
+                    "prepended to keys and values are not supported")
+  if layer.shared_kv and needs_keys:
+    problems.append("shared_kv=True: dot-product attention here has its own "
+                    "key and value projections")
+  if not layer.attention_kwargs.get("float32_logits", True):
+    problems.append("attention_kwargs float32_logits=False: the logits are "
+                    "always float32")
+  unknown = set(layer.attention_kwargs) - _ATTENTION_KWARGS
+  if unknown:
+    problems.append("attention_kwargs %s (supported: %s)" % (
+        sorted(unknown), sorted(_ATTENTION_KWARGS)))
+  return problems
+
+
+def packed_sequence_id(context) -> Optional[mtf.Tensor]:
+  """The segment ids of a packed batch, or None for plain sequences.
+
+  mesh passes the packed features' segment ids as `context.sequence_id`.
+  For unpacked encoder-decoder input it makes up its own padding mask,
+  mtf.minimum(tokens, 1) (`Bitransformer.call_simple`), whose segments
+  start at 0 anyway; that one (and the scalar or None of other cases) is
+  not a packed batch.
+
+  Args:
+    context: a transformer.Context.
+
+  Returns:
+    An int Tensor [batch dims + length], or None.
+  """
+  sequence_id = context.sequence_id
+  if not isinstance(sequence_id, mtf.Tensor):
+    return None
+  operation = sequence_id.operation
+  if (isinstance(operation, mtf.MinMaxOperation) and
+      getattr(operation, "_tf_fn", None) is tf.minimum):
+    return None
+  return sequence_id
+
+
+def positions_in_segments(sequence_id: mtf.Tensor,
+                          length_dim: mtf.Dimension) -> mtf.Tensor:
+  """Each token's position inside its own segment, from the segment ids.
+
+  Segments are runs of equal ids along `length_dim` (as T5 packs them:
+  1 1 1 2 2 0 0 gives positions 0 1 2 0 1 0 1). The work is linear in the
+  length: a segment-min of the row indices per run, per example.
+
+  Args:
+    sequence_id: int Tensor with `length_dim` (batch dims + length).
+    length_dim: the length dimension; it must not be split across devices.
+
+  Returns:
+    An int32 Tensor shaped like sequence_id.
+  """
+  axis = sequence_id.shape.dims.index(length_dim)
+
+  def tf_positions(ids):
+    ids = tf.cast(ids, tf.int32)
+    perm = list(range(ids.shape.ndims))
+    perm = perm[:axis] + perm[axis + 1:] + [axis]
+    inverse = [perm.index(i) for i in range(len(perm))]
+    rows = tf.transpose(ids, perm)
+    lead = tf.shape(rows)[:-1]
+    rows = tf.reshape(rows, [-1, length_dim.size])
+    num_rows = tf.shape(rows)[0]
+    starts = tf.concat([
+        tf.ones([num_rows, 1], tf.int32),
+        tf.cast(tf.not_equal(rows[:, 1:], rows[:, :-1]), tf.int32)], 1)
+    # Run number of each token, unique over the whole slice.
+    run = (tf.cumsum(starts, axis=1) - 1 +
+           length_dim.size * tf.range(num_rows)[:, None])
+    index = tf.broadcast_to(tf.range(length_dim.size), tf.shape(rows))
+    first = tf.math.unsorted_segment_min(
+        tf.reshape(index, [-1]), tf.reshape(run, [-1]),
+        num_rows * length_dim.size)
+    positions = index - tf.gather(first, run)
+    positions = tf.reshape(positions,
+                           tf.concat([lead, [length_dim.size]], 0))
+    return tf.transpose(positions, inverse)
+
+  return mtf.slicewise(
+      tf_positions, [sequence_id], output_shape=sequence_id.shape,
+      output_dtype=tf.int32,
+      splittable_dims=[d for d in sequence_id.shape.dims if d != length_dim],
+      name="positions_in_segments")
 
 
 @gin.configurable(module="mtf_synthesizer")
@@ -64,11 +173,13 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       raise ValueError("max_length must be positive, got %r" % (max_length,))
     self.synthesizer = synth_lib.compose(synthesizers, learned_mixture_weights)
     self.max_length = max_length
-    unknown = set(self.attention_kwargs) - _ATTENTION_KWARGS
-    if unknown:
-      raise ValueError("SynthesizerAttention does not support attention_kwargs"
-                       " %s (supported: %s)." % (sorted(unknown),
-                                                 sorted(_ATTENTION_KWARGS)))
+    problems = _unsupported_settings(self, self.synthesizer.needs_keys)
+    if problems:
+      raise ValueError(
+          "SynthesizerAttention cannot honour these SelfAttention settings "
+          "(bound in gin for SelfAttention, which it inherits): %s. Unbind "
+          "them for SynthesizerAttention, or keep mesh's SelfAttention in "
+          "that stack (synthesizer/keep_*_vanilla.gin)." % "; ".join(problems))
     if (self.relative_attention_type == "contextual" and
         not self.synthesizer.needs_queries):
       raise ValueError(
@@ -98,6 +209,15 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
           "Raise it with --gin_param=\"SynthesizerAttention.max_length = "
           "%d\" or shorten the sequences." % (longest, self.max_length,
                                               longest))
+    if longest < self.max_length and (longest, self.max_length) not in _SAID:
+      _SAID.add((longest, self.max_length))
+      logging.warning(
+          "SynthesizerAttention.max_length is %d but sequences are %d long: "
+          "the position-indexed parameters (R, R1/R2, W2, ...) hold %d "
+          "positions and only the first %d are used. Set "
+          "SynthesizerAttention.max_length = %d to save memory, unless a "
+          "checkpoint or a later run needs the larger size.",
+          self.max_length, longest, self.max_length, longest, longest)
 
   def call(self, context, x, losses=None):
     """Calls the layer.
@@ -137,12 +257,8 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       context.record_new_states(states)
     k, v = (states[0], states[1]) if synth.needs_keys else (None, states[0])
 
-    if incremental:
-      query_positions, memory_positions = context.position, None
-    elif context.position_is_default:
-      query_positions, memory_positions = None, None
-    else:  # packed: positions inside each segment
-      query_positions, memory_positions = context.position, memory_position
+    query_positions, memory_positions = self._table_positions(
+        context, memory_position)
     inputs = synth_lib.SynthesisInputs(
         x=x,
         model_dim=context.model.model_dim,
@@ -165,6 +281,29 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
         o, output_shape=self.expected_attention_output_shape(x, params))
     return self.layer_output_from_attention_output(context, attention_output,
                                                    None)
+
+  def _table_positions(self, context, memory_position):
+    """Positions at which the position-indexed tables are read.
+
+    Args:
+      context: a transformer.Context.
+      memory_position: the memory positions mesh's bias uses.
+
+    Returns:
+      (query_positions, memory_positions): None for 0..length-1 (a slice of
+      the tables), else int Tensors of positions inside each segment.
+    """
+    if context.mode == "incremental":
+      return context.position, None
+    if not context.position_is_default:  # explicit positions from the data
+      return context.position, memory_position
+    sequence_id = packed_sequence_id(context)
+    if sequence_id is None:  # plain sequences
+      return None, None
+    # Packed, but mesh dropped the positions (positional_embedding = False,
+    # as in T5's model files): derive them from the segment ids.
+    positions = positions_in_segments(sequence_id, context.length_dim)
+    return positions, self.rename_length_to_memory_length(positions, context)
 
   def _attend(self, context, logits, bias, v, x, heads_dims):
     """softmax(logits + bias) with dropout, times the values."""

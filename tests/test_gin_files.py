@@ -75,3 +75,28 @@ def test_release_mode_through_gin():
   assert isinstance(synth, ms.Mixture) and synth.learned_weights
   assert [c.name for c in synth.components] == ["dot_product", "dense"]
   assert synth.components[1].share_query_projection
+
+
+@pytest.mark.parametrize("variant,binding,named", [
+    ("random", "SelfAttention.attention_func = 'hybrid'", "attention_func"),
+    ("random", "SelfAttention.use_hyperprompt = True", "hyperprompt"),
+    ("dense", "SelfAttention.hyperprompt_length_encoder = 4",
+     "hyperprompt"),
+    ("random_vanilla", "SelfAttention.shared_kv = True", "shared_kv"),
+    ("random", "SelfAttention.attention_kwargs = {'float32_logits': False}",
+     "float32_logits"),
+    ("random", "SelfAttention.attention_kwargs = {'dropout_rete': 0.1}",
+     "dropout_rete"),
+])
+def test_inherited_settings_it_cannot_honour_fail(variant, binding, named):
+  with pytest.raises(ValueError, match="cannot honour.*" + named):
+    _stacks("synthesizer/%s.gin" % variant, params=[binding])
+
+
+def test_inherited_settings_it_honours_build():
+  # shared_kv means nothing without keys: the value projection is the
+  # only one (R), so it is accepted there.
+  stacks = _stacks("synthesizer/random.gin", params=[
+      "SelfAttention.shared_kv = True",
+      "SelfAttention.attention_kwargs = {'float32_logits': True}"])
+  assert type(stacks["encoder"][0]) is ms.SynthesizerAttention
