@@ -10,10 +10,10 @@ over rounds of these per-round ratios. See docs/benchmark.md and
 `bench_lib.py` for what is measured and how.
 
 Full run (about 20 minutes on 2 CPU cores):
-  PYTHONPATH=/work/main .venv/bin/python tools/benchmark.py
+  PYTHONPATH=. .venv/bin/python tools/benchmark.py
 
 Smoke test at tiny shapes (about 1-2 minutes):
-  PYTHONPATH=/work/main .venv/bin/python tools/benchmark.py --quick \
+  PYTHONPATH=. .venv/bin/python tools/benchmark.py --quick \
       --output_dir /tmp/bench_quick
 """
 

@@ -11,14 +11,19 @@ runs the stock `t5_mesh_transformer` console script, exactly as a user would:
   2. evaluate that checkpoint on the validation split (`perplexity_eval.gin`).
 
 The runs are sequential, so that their speeds can be compared. Each run prints
-one progress line (phase, step, loss, elapsed time); its full log is kept in
+one progress line (phase, step, training loss, elapsed time); its full log is
+kept in
 `<output_dir>/<variant>/{train,eval}.log`, the model in
 `<output_dir>/<variant>/model`. At the end a table is printed and written to
 `<output_dir>/results.md` (and `results.json`):
 
   * validation loss: the mean cross-entropy per target token in nats, i.e.
     minus the `neg_log_perplexity` that the evaluation writes to its TF event
-    file;
+    file. The training loss of the progress lines is mesh's: the summed
+    cross-entropy divided by batch x target length, padding included. Span
+    corruption targets fill about a fifth of their 64 slots, so it reads
+    about a fifth of the per-token loss (0.5 beside 2.3), not a gap
+    between training and validation;
   * steps/s: the median of the `global_step/sec` values that training writes
     to its event file (start-up, graph building and checkpointing excluded);
   * parameters: the sizes of the variables in the final checkpoint, without
@@ -113,8 +118,8 @@ class Progress:
     """Updates the phase from one log line of the CLI."""
     m = _STEP_LINE.match(line)
     if m:
-      self.phase = "step %s/%d loss %.3f" % (m.group(2), self.total,
-                                             float(m.group(1)))
+      self.phase = "step %s/%d train loss/slot %.3f" % (
+          m.group(2), self.total, float(m.group(1)))
     elif "Starting the session" in line:
       self.phase = "graph built, starting session"
     elif "Saving checkpoints for" in line:
@@ -293,7 +298,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   print()
   print(table)
   print("\nValidation loss: cross-entropy per target token (nats) on the "
-        "validation split of %s." % TASK)
+        "validation split of %s. The progress lines' 'train loss/slot' is "
+        "mesh's training loss: summed over target tokens and divided by "
+        "batch x target length, padding slots included, so it is lower "
+        "than the per-token loss when targets are short." % TASK)
   print("Total %.1f minutes; results in %s/results.md" % (minutes, output_dir))
   if failed:
     print("FAILED: %s (see their logs)" % ", ".join(failed), file=sys.stderr)
