@@ -22,12 +22,18 @@ lengths. Positions are either contiguous from 0 (plain sequences: a slice,
 with no batch dimension for R and FR, so softmax(R) is computed once per step)
 or explicit per example (packed sequences and incremental decoding: a gather
 by the position of each token inside its own segment).
+
+The logits are float32 whatever the activation dtype (bfloat16 on TPU): the
+first layers (W1 X, the factor projections, F_Q and F_K) run in the activation
+dtype, as mesh's query and key projections do, and each factor of the logits
+is cast to float32 before the mixture weight and the final product.
 """
 
 import dataclasses
 import math
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
+from absl import logging
 import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
@@ -279,9 +285,24 @@ class SynthesizingFunction:
       return mtf.cast(self.logits(inputs, scale), tf.float32)
 
 
-def _scaled(x: mtf.Tensor, scale: Optional[mtf.Tensor]) -> mtf.Tensor:
-  """x times scale (cast to x's dtype) when a scale is given."""
-  return x if scale is None else x * mtf.cast(scale, x.dtype)
+def _float32(x: mtf.Tensor,
+             scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
+  """x cast to float32, times the float32 `scale` when one is given.
+
+  Every factor of the logits goes through here before its product, so that
+  the logits and the mixture weights are computed in float32 whatever the
+  activation dtype (bfloat16 on TPU). mtf.cast adds no op when x is already
+  float32.
+
+  Args:
+    x: a Tensor.
+    scale: an optional float32 Tensor (a mixture weight per head).
+
+  Returns:
+    A float32 Tensor.
+  """
+  x = mtf.cast(x, tf.float32)
+  return x if scale is None else x * mtf.cast(scale, tf.float32)
 
 
 @gin.configurable(module="synthesizers")
@@ -296,8 +317,8 @@ class DotProduct(SynthesizingFunction):
   needs_keys = True
 
   def logits(self, inputs, scale=None):
-    q = _scaled(mtf.cast(inputs.queries, tf.float32), scale)
-    k = mtf.cast(inputs.keys, tf.float32)
+    q = _float32(inputs.queries, scale)
+    k = _float32(inputs.keys)
     return mtf.einsum([q, k], output_shape=inputs.logits_shape(
         [q, k], [inputs.key_dim]))
 
@@ -334,7 +355,7 @@ class Random(SynthesizingFunction):
 
   def logits(self, inputs, scale=None):
     # [heads, N, N]: no batch dim, so scaling it is cheap.
-    r = _scaled(mtf.cast(self.matrix(inputs), tf.float32), scale)
+    r = _float32(self.matrix(inputs), scale)
     rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
                             inputs.query_positions, inputs.length_dim,
                             inputs.batch_dims)
@@ -392,15 +413,14 @@ class FactorizedRandom(SynthesizingFunction):
 
   def logits(self, inputs, scale=None):
     r1, r2 = self.factors(inputs)
-    r1 = _scaled(mtf.cast(r1, tf.float32), scale)
+    r1 = _float32(r1, scale)
     r1 = select_positions(r1, r1.shape.get_dim_by_name(QUERY_POSITIONS),
                           inputs.query_positions, inputs.length_dim,
                           inputs.batch_dims)
     r2 = select_positions(r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
                           inputs.memory_positions, inputs.memory_length_dim,
                           inputs.batch_dims)
-    return mtf.einsum([r1, mtf.cast(r2, tf.float32)],
-                      reduced_dims=[r1.shape.dims[-1]])
+    return mtf.einsum([r1, _float32(r2)], reduced_dims=[r1.shape.dims[-1]])
 
 
 def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
@@ -473,6 +493,9 @@ class Dense(SynthesizingFunction):
       hidden = mtf.relu(inputs.queries)
     else:
       hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
+    # The first layer runs in the activation dtype (as mesh's query and key
+    # projections); the W2 product, which makes the logits, in float32.
+    hidden = _float32(hidden)
     hidden_dim = hidden.shape.dims[-1]
     positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
     w2 = mtf.get_variable(
@@ -482,7 +505,7 @@ class Dense(SynthesizingFunction):
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
-    w2 = select_positions(_scaled(w2, scale), positions_dim,
+    w2 = select_positions(_float32(w2, scale), positions_dim,
                           inputs.memory_positions, inputs.memory_length_dim,
                           inputs.batch_dims)
     if inputs.length_dim is not None:
@@ -498,16 +521,24 @@ class Dense(SynthesizingFunction):
       b2 = mtf.get_variable(
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
-      logits += select_positions(_scaled(b2, scale), positions_dim,
+      logits += select_positions(_float32(b2, scale), positions_dim,
                                  inputs.memory_positions,
                                  inputs.memory_length_dim, inputs.batch_dims)
     return logits
 
 
-def default_factors(n: int):
+def default_factors(n: int) -> Tuple[int, int]:
   """Returns (a, b) with a * b == n and a the largest divisor <= sqrt(n)."""
   a = max(d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0)
   return a, n // a
+
+
+def _next_composite(n: int) -> int:
+  """The smallest composite number greater than n."""
+  m = n + 1
+  while m < 4 or default_factors(m)[0] == 1:
+    m += 1
+  return m
 
 
 @gin.configurable(module="synthesizers")
@@ -526,7 +557,8 @@ class FactorizedDense(SynthesizingFunction):
     """Creates the function.
 
     Args:
-      a: size of F_A's output; default: the largest divisor of N <= sqrt(N).
+      a: size of F_A's output; default: the largest divisor of N <= sqrt(N)
+        (N must then be composite; see `factor_sizes`).
       b: size of F_B's output; default N / a.
       hidden_size: per-head hidden width (default d_kv).
       use_bias: add biases to the three projections.
@@ -536,11 +568,38 @@ class FactorizedDense(SynthesizingFunction):
     self.hidden_size = hidden_size
     self.use_bias = use_bias
 
-  def factor_sizes(self, n: int):
-    """Returns (a, b) for max_length n, checking a * b == n."""
+  def factor_sizes(self, n: int) -> Tuple[int, int]:
+    """Returns (a, b) for max_length n, checking a * b == n.
+
+    Args:
+      n: N, the layer's max_length.
+
+    Returns:
+      (a, b), both positive, with a * b == n.
+
+    Raises:
+      ValueError: if a * b != n, if a or b is not positive, or if neither is
+        set and n has no split with a, b > 1 (n prime, or 1): FD would then
+        be a Dense synthesizer, not a factorized one. Setting a = 1 or b = 1
+        explicitly is allowed, with a warning.
+    """
+    for name, value in (("a", self.a), ("b", self.b)):
+      if value is not None and value < 1:
+        raise ValueError("FactorizedDense.%s must be positive, got %r." %
+                         (name, value))
     a, b = self.a, self.b
     if a is None and b is None:
       a, b = default_factors(n)
+      if a == 1:
+        raise ValueError(
+            "FactorizedDense cannot factorize max_length N=%d: %s, so the "
+            "only split is a=1, b=%d and FD degenerates to Dense (one "
+            "projection to all N columns, nothing factorized). Choose a "
+            "composite SynthesizerAttention.max_length (e.g. %d), or set "
+            "synthesizers.FactorizedDense.a / .b explicitly (a * b == N) to "
+            "accept a=1 or b=1." % (
+                n, "N is prime" if n > 1 else "N is 1", n,
+                _next_composite(n)))
     elif a is None:
       a = n // b
     elif b is None:
@@ -549,15 +608,23 @@ class FactorizedDense(SynthesizingFunction):
       raise ValueError(
           "FactorizedDense needs a * b == max_length; got a=%d, b=%d, "
           "a * b=%d, max_length=%d." % (a, b, a * b, n))
+    if a == 1 or b == 1:
+      logging.warning(
+          "FactorizedDense with a=%d, b=%d (max_length %d) is not "
+          "factorized: one factor is a single column, so FD is a Dense "
+          "synthesizer (times a per-token factor).", a, b, n)
     return a, b
 
   def logits(self, inputs, scale=None):
     a, b = self.factor_sizes(inputs.max_length)
     a_dim, b_dim = mtf.Dimension("synth_a", a), mtf.Dimension("synth_b", b)
     hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
-    factor_a = _scaled(
+    # The first layer and the projections to A and B run in the activation
+    # dtype; A and B are cast to float32 before the scale and their product.
+    factor_a = _float32(
         _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
-    factor_b = _dense_projection(inputs, hidden, b_dim, "b", self.use_bias)
+    factor_b = _float32(
+        _dense_projection(inputs, hidden, b_dim, "b", self.use_bias))
     # Column j of C is A[j mod a] * B[floor(j / a)]: only the columns of the
     # memory positions in use are built (a gather by static or per-example
     # positions), never the full max_length row.

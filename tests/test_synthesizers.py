@@ -2,6 +2,9 @@
 # Licensed under the Apache License, Version 2.0.
 """Every synthesizing function and mixture against the NumPy reference."""
 
+import logging
+
+import mesh_tensorflow as mtf
 import numpy as np
 import pytest
 
@@ -39,9 +42,9 @@ def _x(seed=0, length=LENGTH):
 def _layer(kinds, **kwargs):
   kwargs.setdefault("num_heads", HEADS)
   kwargs.setdefault("key_value_size", DK)
+  kwargs.setdefault("max_length", MAX_LEN)
   return ms.SynthesizerAttention(
-      synthesizers=[FUNCTIONS[k]() for k in kinds], max_length=MAX_LEN,
-      **kwargs)
+      synthesizers=[FUNCTIONS[k]() for k in kinds], **kwargs)
 
 
 def _local(variables):
@@ -88,20 +91,21 @@ def test_gradients_match_numpy(case_run):
                                    causal=causal) * w)
 
   checked = 0
-  for name in sorted(run.variables):
+  for name in sorted(run.variables):  # including mesh's q, k, v, kv and o
     local = name[len("layer/"):]
-    if local in ("o", "kv", "v"):
-      continue  # projections shared with mesh: checked once below
-    numeric = ref.numerical_grad(loss, v[local])
     if "fixed_random" in local:
       assert name not in run.grads
       continue
+    numeric = ref.numerical_grad(loss, v[local])
     np.testing.assert_allclose(run.grads[name], numeric, rtol=2e-3,
                                atol=2e-4, err_msg=name)
     checked += 1
   numeric_x = ref.numerical_grad(loss, xs)
   np.testing.assert_allclose(run.grads["x"], numeric_x, rtol=2e-3, atol=2e-4)
-  assert checked >= 1 or kinds == ("fixed_random",)
+  # Every trainable variable, the value and output projections included.
+  assert checked == sum("fixed_random" not in k for k in run.variables)
+  assert "layer/o" in run.grads
+  assert "layer/kv" in run.grads or "layer/v" in run.grads
 
 
 def test_fixed_random_is_not_trainable():
@@ -211,14 +215,90 @@ def test_multi_query_random():
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
 
+class _OneRowForEveryQuery(ms.FactorizedRandom):
+  """The release's broken `factorized` mode: every query gets one row.
+
+  There R1 and R2 have no query position dimension; here the row of query
+  position 0 is given to every query, which has the same effect.
+  """
+
+  def logits(self, inputs, scale=None):
+    logits = super().logits(inputs, scale)
+    first = mtf.slice(logits, 0, 1, inputs.length_dim.name)
+    first = mtf.reshape(first, logits.shape - inputs.length_dim)
+    return mtf.broadcast(first, logits.shape)
+
+
+def _spread_over_queries(output):
+  """max |y_i - y_0| over query positions i, relative to max |y|."""
+  return np.max(np.abs(output - output[:, :1])) / np.max(np.abs(output))
+
+
 def test_factorized_random_rows_differ_per_query():
-  # The release's `factorized` gives every query the same row; FR must not.
-  run = layer_harness.run_layer(_layer(["factorized_random"]), _x())
+  # FR's logits do not depend on X, and without a mask a query's output
+  # depends on its position only through its row of attention weights:
+  # y_i = sum_j w_ij G(x_j) W_o. So the rows of the layer's own output
+  # differ per query position iff the synthesized rows w_i differ. (Inputs
+  # with identical tokens would not show it: G(x_j) would be the same for
+  # every j, and y_i = G(x) W_o for any weights.)
+  x = _x()
+  run = layer_harness.run_layer(_layer(["factorized_random"]), x)
+  expected = ref.layer_output(["factorized_random"], _local(run.variables), x,
+                              HEADS, DK)
+  np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
+  assert _spread_over_queries(run.output) > 1e-2
+  # The same check fails for the release's `factorized` (one row for every
+  # query), with the same variables.
+  broken = ms.SynthesizerAttention(
+      synthesizers=[_OneRowForEveryQuery(k=3)], max_length=MAX_LEN,
+      num_heads=HEADS, key_value_size=DK)
+  broken_run = layer_harness.run_layer(broken, x)
+  np.testing.assert_array_equal(broken_run.variables["layer/kv"],
+                                run.variables["layer/kv"])
+  assert _spread_over_queries(broken_run.output) < 1e-6
+
+
+def test_factorized_dense_rejects_a_prime_max_length():
+  # N = 7 only splits as 1 x 7: FD would be Dense.
+  with pytest.raises(ValueError) as error:
+    layer_harness.run_layer(
+        _layer(["factorized_dense"], max_length=7), _x())
+  message = str(error.value)
+  for part in ("N=7", "prime", "degenerates to Dense",
+               "composite SynthesizerAttention.max_length", "e.g. 8",
+               "synthesizers.FactorizedDense.a / .b"):
+    assert part in message, message
+  with pytest.raises(ValueError, match="N=2: N is prime.*e.g. 4"):
+    ms.FactorizedDense().factor_sizes(2)
+  assert ms.FactorizedDense().factor_sizes(9) == (3, 3)
+  with pytest.raises(ValueError, match="must be positive"):
+    ms.FactorizedDense(b=0).factor_sizes(8)
+
+
+@pytest.mark.parametrize("factors,expected", [
+    (dict(a=1), (1, 7)), (dict(b=1), (7, 1)), (dict(a=1, b=7), (1, 7)),
+    (dict(b=7), (1, 7))])
+def test_factorized_dense_degenerate_split_when_explicit(
+    factors, expected, caplog):
+  with caplog.at_level(logging.WARNING):
+    assert ms.FactorizedDense(**factors).factor_sizes(7) == expected
+  assert "is not factorized" in caplog.text
+  assert "a=%d, b=%d" % expected in caplog.text
+
+
+def test_factorized_dense_explicit_a_1_matches_numpy():
+  x = _x()
+  layer = ms.SynthesizerAttention(
+      synthesizers=[ms.FactorizedDense(a=1)], max_length=7, num_heads=HEADS,
+      key_value_size=DK)
+  first = layer_harness.run_layer(layer, x)
+  run = layer_harness.run_layer(layer, x,
+                                variable_values=_perturb(first, None, 4))
   v = _local(run.variables)
-  logits = ref.synthesized_logits("factorized_random", v, None, 0, DK,
-                                  np.arange(LENGTH))
-  weights = ref.softmax(logits)
-  assert np.max(np.abs(weights - weights[0])) > 1e-3
+  assert v["factorized_dense/wa"].shape[-1] == 1
+  assert v["factorized_dense/wb"].shape[-1] == 7
+  expected = ref.layer_output(["factorized_dense"], v, x, HEADS, DK)
+  np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
 
 # Table 1, |theta| per layer, with d = d_model = heads * d_kv and N =
