@@ -8,7 +8,7 @@ imports mesh_tensorflow, which happens before `--module_import` is read. It
 only registers an import hook: nothing heavy is imported until the modules it
 guards are.
 
-Two fixes, each applied only when needed:
+Two fixes, each applied only when needed, and one entry point:
   * TensorFlow >= 2.13 moved `register_tensor_conversion_function` out of
     `tensorflow.python.framework.ops`; mesh_tensorflow 0.1.21 still calls it
     there. Before the first import of `mesh_tensorflow` the function is put
@@ -16,15 +16,30 @@ Two fixes, each applied only when needed:
   * `t5.models` imports `t5.models.hf_model`, which imports torch (not a
     dependency of t5). When torch is not installed, that one module is
     replaced by a stand-in whose `HfPyTorchModel` explains what is missing.
+  * In the stock CLI only (the program is `t5_mesh_transformer`), once
+    `--module_import=mtf_synthesizer` has imported the package,
+    `mtf_synthesizer.cli_entry.run()` checks the CLI's flags and applies
+    `MTF_SYNTH_CPU_DEVICES`. Importing the package anywhere else has no
+    side effect.
 """
 
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 
 _HF_MODULE = "t5.models.hf_model"
+_PACKAGE = "mtf_synthesizer"
+# How the stock CLI appears in sys.argv[0]: the console script, or t5's
+# module run with `python -m`.
+_STOCK_CLI = ("t5_mesh_transformer", "mesh_transformer_main.py")
+
+
+def is_stock_cli() -> bool:
+  """True when this interpreter runs the stock `t5_mesh_transformer`."""
+  return bool(sys.argv) and os.path.basename(sys.argv[0]) in _STOCK_CLI
 
 
 def patch_tensorflow_for_mesh() -> None:
@@ -53,6 +68,25 @@ class _HfModelStandIn(importlib.abc.Loader):
     module.HfPyTorchModel = HfPyTorchModel
 
 
+class _ThenRun(importlib.abc.Loader):
+  """Loads a module with its own loader, then calls `after()`."""
+
+  def __init__(self, loader: importlib.abc.Loader, after):
+    self._loader = loader
+    self._after = after
+
+  def create_module(self, spec):
+    return self._loader.create_module(spec)
+
+  def exec_module(self, module: types.ModuleType) -> None:
+    self._loader.exec_module(module)
+    self._after()
+
+
+def _run_cli_entry() -> None:
+  importlib.import_module(_PACKAGE + ".cli_entry").run()
+
+
 class _Finder(importlib.abc.MetaPathFinder):
   """Applies the fixes when the guarded modules are first imported."""
 
@@ -60,13 +94,18 @@ class _Finder(importlib.abc.MetaPathFinder):
     self._patched_tf = False
 
   def find_spec(self, fullname, path=None, target=None):
-    del path, target
+    del target
     if fullname == "mesh_tensorflow" and not self._patched_tf:
       self._patched_tf = True
       patch_tensorflow_for_mesh()
     elif (fullname == _HF_MODULE and
           importlib.util.find_spec("torch") is None):
       return importlib.machinery.ModuleSpec(fullname, _HfModelStandIn())
+    elif fullname == _PACKAGE and is_stock_cli():
+      spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+      if spec is not None and spec.loader is not None:
+        spec.loader = _ThenRun(spec.loader, _run_cli_entry)
+      return spec
     return None
 
 

@@ -2,24 +2,35 @@
 # Licensed under the Apache License, Version 2.0.
 """Install script for mtf_synthesizer."""
 
+import glob
 import os
 
 import setuptools
 from setuptools.command import build_py
 
 _PTH = "mtf_synthesizer.pth"
+# The top-level gin/ folder is installed as mtf_synthesizer/gin/.
+_GIN_FILES = sorted(glob.glob(os.path.join("gin", "**", "*.gin"),
+                              recursive=True))
 
 
 class BuildPyWithPth(build_py.build_py):
-  """Also ships the start-up hook file at the root of site-packages."""
+  """Also ships the start-up hook file and the gin files."""
+
+  def _extra_files(self):
+    yield _PTH, os.path.join(self.build_lib, _PTH)
+    for path in _GIN_FILES:
+      yield path, os.path.join(self.build_lib, "mtf_synthesizer", path)
 
   def run(self):
     super().run()
-    self.copy_file(_PTH, os.path.join(self.build_lib, _PTH))
+    for source, target in self._extra_files():
+      self.mkpath(os.path.dirname(target))
+      self.copy_file(source, target)
 
   def get_outputs(self, include_bytecode=True):
     return super().get_outputs(include_bytecode) + [
-        os.path.join(self.build_lib, _PTH)]
+        target for _, target in self._extra_files()]
 
 
 setuptools.setup(
@@ -32,7 +43,6 @@ setuptools.setup(
     packages=setuptools.find_packages(include=["mtf_synthesizer*",
                                                "t5_tasks*"]),
     py_modules=["_mtf_synthesizer_hooks"],
-    package_data={"mtf_synthesizer": ["gin/*.gin", "gin/*/*.gin"]},
     cmdclass={"build_py": BuildPyWithPth},
     install_requires=[
         "mesh-tensorflow==0.1.21",

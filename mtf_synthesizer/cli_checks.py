@@ -12,19 +12,23 @@ runs the same checks when `mtf_synthesizer` is imported by the CLI, and raises
     and removes a probe file; this also fails for root when a parent of the
     path is a regular file, or the file system is read-only);
   * every `--gin_file=synthesizer/<name>.gin` must be one of the variant files
-    shipped in `mtf_synthesizer/gin/synthesizer` (or exist relative to the
-    current directory, which gin searches first).
+    shipped in `gin/synthesizer` (or exist relative to the current
+    directory, which gin searches first).
 
 Outside the stock CLI (absl flags not parsed, or no `--model_dir` flag) it does
-nothing.
+nothing. The start-up hook (`_mtf_synthesizer_hooks.py`) calls it when the
+stock CLI imports `mtf_synthesizer`; importing the package elsewhere does
+not.
 """
 
 import os
 import tempfile
 from typing import Iterable, List, Optional, Sequence
 
-GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gin")
-_VARIANT_FOLDER = "synthesizer"
+from mtf_synthesizer import gin_path
+
+GIN_DIR = gin_path.GIN_DIR
+_VARIANT_FOLDER = gin_path.VARIANT_FOLDER
 
 
 class CliError(ValueError):
@@ -73,9 +77,8 @@ def check_model_dir(model_dir: str) -> None:
 
 def variant_files() -> List[str]:
   """The shipped variant gin files, as `synthesizer/<name>.gin`."""
-  folder = os.path.join(GIN_DIR, _VARIANT_FOLDER)
-  return sorted("%s/%s" % (_VARIANT_FOLDER, f) for f in os.listdir(folder)
-                if f.endswith(".gin") and not f.startswith("_"))
+  return ["%s/%s.gin" % (_VARIANT_FOLDER, f)
+          for f in gin_path.gin_files(_VARIANT_FOLDER)]
 
 
 def check_gin_files(gin_files: Iterable[str],

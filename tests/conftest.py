@@ -1,19 +1,50 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Shared fixtures: tiny models trained once per session by the stock CLI."""
+"""Shared fixtures: tiny models trained once per session by the stock CLI.
+
+The tests run against the working tree: its root goes first on `sys.path`
+here and on `PYTHONPATH` for the stock-CLI subprocesses, so an edit is
+tested without reinstalling. The installed copy is still needed for its
+start-up hook (`mtf_synthesizer.pth`); a stale one stops the run with a
+message to run `make install`.
+"""
 
 import concurrent.futures
 import os
+import sys
 
 import pytest
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+
+
+def _check_installed_hook():
+  """Exits when the installed start-up hook is missing or stale."""
+  hooks = sys.modules.get("_mtf_synthesizer_hooks")
+  if hooks is None:
+    pytest.exit("mtf_synthesizer's start-up hook did not run: the package is "
+                "not installed in this environment. Run `make install` (or "
+                "`make test`).", returncode=2)
+  with open(hooks.__file__) as installed, open(
+      os.path.join(REPO, "_mtf_synthesizer_hooks.py")) as source:
+    if installed.read() != source.read():
+      pytest.exit("The installed start-up hook (%s) differs from the working "
+                  "tree's _mtf_synthesizer_hooks.py. Run `make install` (or "
+                  "`make test`)." % hooks.__file__, returncode=2)
+
+
+_check_installed_hook()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import cli_util
+from mtf_synthesizer import variants
 from t5_tasks import vocabulary
 
-VARIANTS = ("vanilla", "random", "fixed_random", "factorized_random", "dense",
-            "factorized_dense", "random_dense", "dense_vanilla",
-            "random_vanilla", "factorized_random_vanilla")
-T5_VANILLA = "t5_vanilla"  # mesh's own SelfAttention: no variant file
+VARIANTS = variants.NAMES
+T5_VANILLA = variants.MESH_ATTENTION.name  # no variant file
 TRAIN_STEPS = 2
 LENGTH = 64
 

@@ -28,8 +28,7 @@ SEQ = 64
 STEPS = 4
 INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "A class definition defines a class object."]
-_GIN_DIR = os.path.join(os.path.dirname(os.path.abspath(cli_checks.__file__)),
-                        "gin", "synthesizer")
+_GIN_DIR = os.path.join(cli_checks.GIN_DIR, "synthesizer")
 VARIANTS = ["vanilla"] + (
     ["random"] if os.path.isfile(os.path.join(_GIN_DIR, "random.gin")) else [])
 
@@ -248,3 +247,18 @@ def test_check_gin_files(tmp_path):
   assert "synthesizer/nonexistent.gin" in message
   assert str(tmp_path) in message and cli_checks.GIN_DIR in message
   assert "synthesizer/vanilla.gin" in message
+
+
+def test_import_outside_the_stock_cli_has_no_side_effects(tmp_path):
+  # A bad MTF_SYNTH_CPU_DEVICES would fail in the stock CLI (the start-up
+  # hook runs cli_entry there); elsewhere the import changes nothing.
+  code = ("import mtf_synthesizer\n"
+          "from tensorflow_estimator.python.estimator import run_config\n"
+          "print(dict(run_config.get_default_session_config()"
+          ".device_count))\n")
+  proc = subprocess.run(
+      [sys.executable, "-c", code], capture_output=True, text=True,
+      cwd=str(tmp_path), timeout=300,
+      env=dict(os.environ, MTF_SYNTH_CPU_DEVICES="four"))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout.strip().splitlines()[-1] == "{}"

@@ -11,6 +11,8 @@ from mesh_tensorflow.transformer import transformer_layers
 import pytest
 
 import mtf_synthesizer as ms
+from mtf_synthesizer import gin_path
+from mtf_synthesizer import variants
 import t5.models
 
 # The stock CLI's search path: mesh's and t5's gin folders.
@@ -100,3 +102,19 @@ def test_inherited_settings_it_honours_build():
       "SelfAttention.shared_kv = True",
       "SelfAttention.attention_kwargs = {'float32_logits': True}"])
   assert type(stacks["encoder"][0]) is ms.SynthesizerAttention
+
+
+def test_every_variant_file_has_a_row_and_every_row_a_file():
+  files = set(gin_path.gin_files("synthesizer"))
+  assert files - set(variants.EXTRA_GIN_FILES) == set(variants.NAMES)
+  assert set(variants.EXTRA_GIN_FILES) <= files
+
+
+@pytest.mark.parametrize("variant", variants.VARIANTS, ids=lambda v: v.name)
+def test_variant_file_builds_the_components_of_its_row(variant):
+  for name, layers in _stacks(variant.gin_file).items():
+    synth = layers[0].synthesizer
+    parts = synth.components if isinstance(synth, ms.Mixture) else [synth]
+    assert tuple(p.name for p in parts) == variant.components, name
+    for part in parts:
+      assert type(part) is ms.synthesizers.BY_NAME[part.name]

@@ -4,7 +4,7 @@
 
 A tiny T5-style Bitransformer is configured through gin, as the stock CLI
 configures it (mesh's defaults.gin, T5's bi_v1 settings, then a variant file
-from mtf_synthesizer/gin/synthesizer/), and built on PlacementMeshImpl meshes
+from gin/synthesizer/), and built on PlacementMeshImpl meshes
 of 4 logical CPU devices with the TPU layout rules
 `heads:model,batch:batch,d_ff:model,vocab:model`. The reference is the same
 model, with the same initial variable values, on a one-device mesh: the loss,

@@ -26,7 +26,7 @@ _SPEC.loader.exec_module(tpu_job)
 
 _T5_GIN = os.path.join(os.path.dirname(importlib.util.find_spec("t5").origin),
                        "models", "gin")
-_SYNTH_GIN = os.path.join(_ROOT, "mtf_synthesizer", "gin")
+_SYNTH_GIN = os.path.join(_ROOT, "gin")
 
 _BASE_ARGS = ["--dry_run", "--tpu=synth-tpu", "--zone=europe-west4-a",
               "--gcp_project=proj-1", "--bucket=gs://bkt/exp"]

@@ -29,7 +29,7 @@ kept in
   * parameters: the sizes of the variables in the final checkpoint, without
     optimizer slots and `global_step`.
 
-Variant names are the files in `mtf_synthesizer/gin/synthesizer/`
+Variant names are the files in `gin/synthesizer/`
 (`random` is `--gin_file=synthesizer/random.gin`), except `vanilla`, which is
 T5's own attention (no variant file). Usage:
 

@@ -118,7 +118,7 @@ synthesizers.FactorizedRandom.k = 2
 
 
 def variant_names() -> List[str]:
-  """The variant files of mtf_synthesizer/gin/synthesizer/, sorted.
+  """The variant files of gin/synthesizer/, sorted.
 
   As tests/test_mesh_layouts.py enumerates them: helper files (a leading
   underscore, init_from_*, keep_*) modify a variant rather than define one.

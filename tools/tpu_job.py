@@ -9,7 +9,7 @@ and stopping at the first failure. With --dry_run it only prints them, with
 the gcloud command that creates the TPU and the TensorBoard command; nothing
 touches the network.
 
-Each experiment is a gin file in mtf_synthesizer/gin/experiments/ (task,
+Each experiment is a gin file in gin/experiments/ (task,
 lengths, steps, learning rate, model type), used after the T5 model file of
 the chosen size and before the variant file.
 
@@ -106,7 +106,7 @@ _VOCAB_SIZE = 32128
 class Experiment:
   """One experiment of the paper.
 
-  The gin files in `mtf_synthesizer/gin/experiments/` hold the settings (task,
+  The gin files in `gin/experiments/` hold the settings (task,
   lengths, steps, learning rate, model type); the fields below repeat what
   the tool needs to compose and check commands without parsing gin, and
   tests/test_experiments.py checks that both agree.
