@@ -23,9 +23,10 @@ max_args 10, lengths 500-2000 and 96k/2k/2k examples; the defaults here are
 small so that the task builds in seconds (set them with gin, see
 `docs/tasks.md`).
 
-The seqio task `listops` (alias `synth_listops`) has `inputs` = expression,
-`targets` = the label digit as text, metric accuracy. It is offline by
-default: the byte vocabulary, unless `t5_tasks.vocabulary` is told otherwise.
+The seqio task `listops` (also registered as `synth_listops`, for
+configurations that name it so) has `inputs` = expression, `targets` = the
+label digit as text, metric accuracy. It is offline by default: the byte
+vocabulary, unless `t5_tasks.vocabulary` is told otherwise.
 """
 
 import dataclasses
@@ -249,7 +250,7 @@ def evaluate(expression: str) -> int:
 SPLITS = ("train", "validation", "test")
 # Offline by default: the byte vocabulary unless t5_tasks.vocabulary is told
 # otherwise (gin or MTF_SYNTH_VOCAB), like the pydocs tasks.
-VOCABULARY = vocabulary.LazyVocabulary(default="byte")
+VOCABULARY = vocabulary.OFFLINE_VOCABULARY
 _MAX_CONSECUTIVE_MISSES = 200_000
 
 
@@ -362,23 +363,10 @@ class ListOpsDataSource(seqio.FunctionDataSource):
             "test": cfg.num_test}[split]
 
 
-def register(name: str) -> None:
-  """Registers the ListOps task under `name` (idempotent).
-
-  Args:
-    name: task name.
-  """
-  if name in seqio.TaskRegistry.names():
-    return
-  seqio.TaskRegistry.add(
-      name,
+for _name in ("listops", "synth_listops"):
+  registry.add_task(
+      _name,
       source=ListOpsDataSource(),
-      preprocessors=[
-          *registry.tokenize_and_eos(),
-      ],
+      preprocessors=registry.tokenize_and_eos(),
       output_features=vocabulary.output_features(vocab=VOCABULARY),
       metric_fns=[metrics.accuracy])
-
-
-register("listops")
-register("synth_listops")

@@ -50,22 +50,23 @@ document (e.g. `validation_percent = 0` for "validation") raises
 import functools
 import hashlib
 import re
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional
 
 import gin
 import seqio
 from t5.data import preprocessors as t5_preprocessors
 import tensorflow.compat.v2 as tf
 
+from t5_tasks import registry
 from t5_tasks import vocabulary
 
 SPLITS = ("train", "validation")
 DEFAULT_VALIDATION_PERCENT = 5
 DEFAULT_MAX_CHARS = 2000
 # The vocabulary when none is chosen explicitly (see the module docstring).
-DEFAULT_VOCABULARY = "byte"
+DEFAULT_VOCABULARY = vocabulary.OFFLINE_NAME
 EXTRA_IDS = vocabulary.DEFAULT_EXTRA_IDS
-VOCABULARY = vocabulary.LazyVocabulary(default=DEFAULT_VOCABULARY)
+VOCABULARY = vocabulary.OFFLINE_VOCABULARY
 NOISE_DENSITY = 0.15
 MEAN_NOISE_SPAN_LENGTH = 3.0
 
@@ -241,32 +242,22 @@ def span_corruption(dataset: tf.data.Dataset,
       noise_density=NOISE_DENSITY)
 
 
-def _register(name: str, preprocessors: Sequence[object],
-              output_features: Dict[str, seqio.Feature]) -> None:
-  if name in seqio.TaskRegistry.names():
-    seqio.TaskRegistry.remove(name)
-  seqio.TaskRegistry.add(
-      name,
-      source=seqio.FunctionDataSource(_source_fn, splits=SPLITS),
-      preprocessors=list(preprocessors),
-      output_features=output_features,
-      metric_fns=[])
-
-
-_register(
+registry.add_task(
     "pydocs_span_corruption",
-    [
+    source=seqio.FunctionDataSource(_source_fn, splits=SPLITS),
+    preprocessors=[
         functools.partial(seqio.preprocessors.rekey,
                           key_map={"inputs": None, "targets": "text"}),
         seqio.preprocessors.tokenize,
         span_corruption,
         seqio.preprocessors.append_eos_after_trim,
     ],
-    vocabulary.output_features(vocab=VOCABULARY))
+    output_features=vocabulary.output_features(vocab=VOCABULARY))
 
-_register(
+registry.add_task(
     "pydocs_lm",
-    [
+    source=seqio.FunctionDataSource(_source_fn, splits=SPLITS),
+    preprocessors=[
         functools.partial(seqio.preprocessors.rekey,
                           key_map={"targets": "text"}),
         seqio.preprocessors.tokenize,
@@ -275,4 +266,5 @@ _register(
         t5_preprocessors.split_tokens_to_targets_length,
         seqio.preprocessors.append_eos_after_trim,
     ],
-    vocabulary.output_features(inputs=False, vocab=VOCABULARY))
+    output_features=vocabulary.output_features(inputs=False,
+                                               vocab=VOCABULARY))

@@ -44,7 +44,7 @@ from t5_tasks import vocabulary
 
 SPLITS = ("train", "validation", "test")
 SEPARATOR = "|"
-VOCABULARY = vocabulary.LazyVocabulary(default="byte")
+VOCABULARY = vocabulary.OFFLINE_VOCABULARY
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,13 +207,9 @@ class _RecallSource(seqio.FunctionDataSource):
 
 
 for _name in _MAKERS:
-  if _name in seqio.TaskRegistry.names():
-    continue
-  seqio.TaskRegistry.add(
+  registry.add_task(
       _name,
       source=_RecallSource(_name),
-      preprocessors=[
-          *registry.tokenize_and_eos(),
-      ],
+      preprocessors=registry.tokenize_and_eos(),
       output_features=vocabulary.output_features(vocab=VOCABULARY),
       metric_fns=[metrics.accuracy])

@@ -12,8 +12,8 @@ size or an encoding. The choice, in order of precedence:
 2. the environment variable `MTF_SYNTH_VOCAB`,
 3. the default of the `LazyVocabulary`: T5's SentencePiece model
    `gs://t5-data/vocabs/cc_all.32000/sentencepiece.model` for every task
-   except those that ask for another default (the offline `pydocs_*` tasks
-   default to `byte`).
+   except those that ask for another default (the offline tasks, which use
+   `OFFLINE_VOCABULARY`, default to `byte`).
 
 An explicit choice (1 or 2) applies to every task; only the fallback differs
 between tasks.
@@ -39,6 +39,8 @@ import tensorflow.compat.v2 as tf
 DEFAULT_SPM_PATH = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
 DEFAULT_EXTRA_IDS = 100
 DEFAULT_NAME = "t5"
+# The fallback of the offline tasks (no file, no network).
+OFFLINE_NAME = "byte"
 ENV_VAR = "MTF_SYNTH_VOCAB"
 
 _lock = threading.RLock()
@@ -135,13 +137,19 @@ def reset_vocabulary() -> None:
     _resolved.clear()
 
 
+def _delegated(name: str) -> property:
+  """A read-only property that returns `self.delegate.<name>`."""
+  return property(lambda self: getattr(self.delegate, name),
+                  doc=f"The chosen vocabulary's `{name}`.")
+
+
 class LazyVocabulary(seqio.Vocabulary):
   """A `seqio.Vocabulary` that stands for the configured vocabulary.
 
   Every attribute and method delegates to `resolved_vocabulary(default)`,
   which is chosen on first use. `default` is the name used when neither gin
   nor the environment chooses: `"t5"` for most tasks, `"byte"` for the
-  offline `pydocs_*` tasks.
+  offline tasks (`OFFLINE_VOCABULARY`).
 
   Two unpinned `LazyVocabulary` objects with the same default are equal
   without choosing anything (so seqio's mixture checks at import time stay
@@ -179,34 +187,14 @@ class LazyVocabulary(seqio.Vocabulary):
       return self._pinned
     return resolved_vocabulary(self._default)
 
-  # Ids and sizes.
-  @property
-  def bos_id(self) -> Optional[int]:
-    return self.delegate.bos_id
-
-  @property
-  def eos_id(self) -> Optional[int]:
-    return self.delegate.eos_id
-
-  @property
-  def pad_id(self) -> int:
-    return self.delegate.pad_id
-
-  @property
-  def unk_id(self) -> Optional[int]:
-    return self.delegate.unk_id
-
-  @property
-  def extra_ids(self) -> int:
-    return self.delegate.extra_ids
-
-  @property
-  def vocab_size(self) -> int:
-    return self.delegate.vocab_size
-
-  @property
-  def _base_vocab_size(self) -> int:
-    return self.delegate._base_vocab_size  # pylint: disable=protected-access
+  # Ids and sizes (seqio.Vocabulary's properties, read off the delegate).
+  bos_id = _delegated("bos_id")
+  eos_id = _delegated("eos_id")
+  pad_id = _delegated("pad_id")
+  unk_id = _delegated("unk_id")
+  extra_ids = _delegated("extra_ids")
+  vocab_size = _delegated("vocab_size")
+  _base_vocab_size = _delegated("_base_vocab_size")
 
   # Encoding and decoding: the public methods delegate whole, so that the
   # concrete class's own clean-up (EOS, UNK, extra ids) applies.
@@ -284,6 +272,9 @@ class LazyVocabulary(seqio.Vocabulary):
 
 
 VOCABULARY = LazyVocabulary()
+# The vocabulary of the offline tasks (`listops`, `key_presence`,
+# `key_value_recall`, `pydocs_*`): bytes unless a choice is made explicitly.
+OFFLINE_VOCABULARY = LazyVocabulary(default=OFFLINE_NAME)
 
 
 def output_features(

@@ -30,6 +30,7 @@ from t5_tasks import glue
 from t5_tasks import lm
 from t5_tasks import metrics
 from t5_tasks import mixtures
+from t5_tasks import registry
 from t5_tasks import summarization
 from t5_tasks import translation
 from t5_tasks import vocabulary
@@ -153,6 +154,37 @@ def test_mixture_rates_are_training_set_sizes():
   assert en_rates["synth_c4_span_corruption"] == 1e6
   assert {k: v for k, v in en_rates.items()
           if k != "synth_c4_span_corruption"} == rates
+
+
+def test_one_naming_rule_for_every_task_and_mixture():
+  offline = {"listops", "synth_listops", "key_presence", "key_value_recall",
+             "pydocs_span_corruption", "pydocs_lm"}
+  for name in sorted(set(EXPECTED_TASKS + EXPECTED_MIXTURES) | offline):
+    provider = seqio.get_mixture_or_task(name)
+    registry.check_name(provider)
+    defaults = {f.vocabulary.default
+                for f in provider.output_features.values()}
+    assert defaults == ({"byte"} if name in offline else {"t5"}), name
+  source = seqio.get_mixture_or_task("synth_lm1b").source
+  offline_features = vocabulary.output_features(
+      vocab=vocabulary.OFFLINE_VOCABULARY)
+  before = (set(seqio.TaskRegistry.names()),
+            set(seqio.MixtureRegistry.names()))
+  with pytest.raises(ValueError, match="must start with 'synth_'"):
+    registry.add_task("lm1b_copy", source, [])
+  with pytest.raises(ValueError, match="must start with 'synth_'"):
+    registry.add_mixture("cola_mix", ["synth_glue_cola"], default_rate=1.0)
+  with pytest.raises(ValueError, match="snake_case"):
+    registry.add_task("Bytes", source, [], output_features=offline_features)
+  for taken in ("glue_cola_v002", "en_mix"):  # t5's
+    with pytest.raises(ValueError, match="registered by another package"):
+      registry.add_task(taken, source, [], output_features=offline_features)
+  assert (set(seqio.TaskRegistry.names()),
+          set(seqio.MixtureRegistry.names())) == before
+  # Re-registering one of ours replaces it.
+  old = seqio.get_mixture_or_task("synth_lm1b")
+  new = registry.register(old.replace(name="synth_lm1b"))
+  assert seqio.get_mixture_or_task("synth_lm1b") is new is not old
 
 
 # ------------------------------ vocabulary ----------------------------------
