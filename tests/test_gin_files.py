@@ -118,3 +118,19 @@ def test_variant_file_builds_the_components_of_its_row(variant):
     assert tuple(p.name for p in parts) == variant.components, name
     for part in parts:
       assert type(part) is ms.synthesizers.BY_NAME[part.name]
+
+
+def test_readme_variant_table_follows_the_variant_table():
+  """README's table: one row per variant, label, equation and gin file."""
+  readme = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "README.md")
+  with open(readme) as f:
+    rows = [line.split("|")[1:-1] for line in f
+            if line.startswith("| ") and "`synthesizer/" in line and
+            ".gin` |" in line and "init_from_t5" not in line]
+  by_file = {cells[3].strip().strip("`"): cells for cells in rows}
+  assert len(rows) == len(variants.VARIANTS) == len(by_file)
+  for variant in variants.VARIANTS:
+    cells = by_file[variant.gin_file]
+    assert cells[0].strip().split(" (")[0] == variant.label
+    assert cells[2].strip() == (variant.equation or "–")
