@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""tools/attention_pictures.py against independent computations.
+"""The attention pictures (tools_lib.pictures) against independent sums.
 
 Fast tests write synthetic checkpoints (tf.train.Saver, the layer's variable
 names and shapes) and compare the tool's softmax(R), softmax(R1 R2^T), causal
@@ -13,7 +13,6 @@ must write valid PNGs of the expected size.
 
 import math
 import os
-import sys
 
 import numpy as np
 from PIL import Image
@@ -21,9 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-import attention_pictures as ap  # pylint: disable=g-import-not-at-top
+from mtf_synthesizer.tools_lib import pictures as ap
 
 N, H, K, D = 16, 3, 4, 8
 SCOPE = "%s/block_%03d/layer_000/SynthesizerAttention"

@@ -1,10 +1,10 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Issue 5: no variant forces an all-gather of a length x length tensor.
+"""No variant forces an all-gather of a length x length tensor.
 
 Every variant's training step (loss and gradients, dropout on) and greedy
 decoding, the tiny model of test_mesh_layouts.py, is lowered on the meshes
-of 4 devices with the TPU layout rules; tools/mesh_comm_audit.py records
+of 4 devices with the TPU layout rules; the audit (comm_audit) records
 each collective mesh performs (and the TPU's syncs of replicated dropout
 masks) and the Mesh TensorFlow tensor it communicates. No collective
 may carry a tensor with a batch dimension and two length-like dimensions
@@ -19,7 +19,6 @@ length.
 """
 
 import os
-import sys
 from typing import Dict, Tuple
 
 import gin
@@ -29,12 +28,10 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import comm_audit as audit_lib
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-
-import mesh_comm_audit as audit_lib  # pylint: disable=g-import-not-at-top
-
-VARIANTS = audit_lib.variant_names()
+VARIANTS = variants.NAMES
 MESHES = audit_lib.MESHES
 # Packed examples (the synthesizers gather their tables per example) on the
 # mesh with both axes, for variants that between them use every gathered

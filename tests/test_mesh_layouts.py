@@ -2,10 +2,10 @@
 # Licensed under the Apache License, Version 2.0.
 """Model-parallel layouts compute what one device computes.
 
-A tiny T5-style Bitransformer is configured through gin, as the stock CLI
-configures it (mesh's defaults.gin, T5's bi_v1 settings, then a variant file
-from gin/synthesizer/), and built on PlacementMeshImpl meshes
-of 4 logical CPU devices with the TPU layout rules
+A tiny T5-style Bitransformer (`tools_lib.tiny_model`) is configured through
+gin, as the stock CLI configures it (mesh's defaults.gin, T5's bi_v1
+settings, then a variant file from gin/synthesizer/), and built on
+PlacementMeshImpl meshes of 4 logical CPU devices with the TPU layout rules
 `heads:model,batch:batch,d_ff:model,vocab:model`. The reference is the same
 model, with the same initial variable values, on a one-device mesh: the loss,
 every gradient and the greedy decodes (incremental decoding, with its state
@@ -23,70 +23,32 @@ from typing import Dict, Tuple
 
 import gin
 import mesh_tensorflow as mtf
-from mesh_tensorflow.transformer import transformer
-from mesh_tensorflow.transformer import transformer_layers  # pylint: disable=unused-import
-from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=unused-import
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-import mtf_synthesizer
 from mtf_synthesizer import mesh_defaults
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import tiny_model
 
 
 NUM_DEVICES = 4
 LAYOUT = mesh_defaults.layout_rules()
 MESHES = ("model:2,batch:2", "model:4")
-BATCH, LENGTH, VOCAB = 4, 8, 32
-
-_VARIANT_DIR = os.path.join(mtf_synthesizer.GIN_DIR, "synthesizer")
-VARIANTS = sorted(
-    f[:-len(".gin")] for f in os.listdir(_VARIANT_DIR)
-    if f.endswith(".gin") and not f.startswith("_")
-    # Helper files that modify a variant rather than define one.
-    and not f.startswith(("init_from_", "keep_")))
-MESH_SELF_ATTENTION = "mesh_SelfAttention"
-
-# T5 v1.0 settings (bi_v1.gin: no absolute positions, shared relative
-# attention bias) at tiny sizes; dropout off so that runs are deterministic.
-_TINY_T5 = """
-transformer.Unitransformer.positional_embedding = False
-transformer_layers.SelfAttention.relative_attention_type = "bias_shared"
-num_layers = 1
-d_model = 16
-d_ff = 32
-num_heads = 4
-d_kv = 4
-dropout_rate = 0.0
-Unitransformer.max_length = %d
-Unitransformer.z_loss = 1e-4
-""" % LENGTH
-# For the synthesizer variants: position tables sized for these sequences,
-# and a factorized rank that fits them.
-_SYNTHESIZER_SIZES = """
-SynthesizerAttention.max_length = %d
-synthesizers.FactorizedRandom.k = 2
-""" % LENGTH
+BATCH, LENGTH, VOCAB = tiny_model.BATCH, tiny_model.LENGTH, tiny_model.VOCAB
+VARIANTS = sorted(variants.NAMES)
+MESH_SELF_ATTENTION = variants.MESH_ATTENTION.name
 
 
 def _configure(variant: str, packed: bool = False) -> None:
-  """Parses the gin config for `variant` (a variant file name or mesh's).
+  """The tiny model's gin config for `variant`, dropout off (deterministic).
 
   Args:
-    variant: a variant file name or MESH_SELF_ATTENTION.
+    variant: a variant name or MESH_SELF_ATTENTION.
     packed: use explicit positions (mesh passes them to the layers only with
       absolute position embeddings).
   """
-  gin.clear_config()
-  files = [os.path.join(os.path.dirname(transformer.__file__), "gin",
-                        "defaults.gin")]
-  bindings = [_TINY_T5]
-  if packed:
-    bindings.append("transformer.Unitransformer.positional_embedding = True")
-  if variant != MESH_SELF_ATTENTION:
-    files.append("synthesizer/%s.gin" % variant)
-    bindings.append(_SYNTHESIZER_SIZES)
-  gin.parse_config_files_and_bindings(files, bindings)
+  tiny_model.configure(variant, LENGTH, dropout_rate=0.0, packed=packed)
 
 
 def _data() -> Dict[str, np.ndarray]:
@@ -120,14 +82,6 @@ def _initial_value(name: str, shape: Tuple[int, ...]) -> np.ndarray:
   return (std * rng.randn(*shape)).astype(np.float32)
 
 
-def _packed_features() -> Dict[str, np.ndarray]:
-  """Two segments per row: ids 1 and 2, positions restarting at 0."""
-  half = LENGTH // 2
-  segments = np.array([[1] * half + [2] * half] * BATCH, np.int32)
-  positions = np.array([list(range(half)) * 2] * BATCH, np.int32)
-  return {"segments": segments, "positions": positions}
-
-
 def _run(mesh_shape: str, layout: str, num_devices: int,
          packed: bool = False) -> Dict[str, object]:
   """Builds the gin-configured Bitransformer on a mesh and runs it.
@@ -143,46 +97,28 @@ def _run(mesh_shape: str, layout: str, num_devices: int,
     A dict with "loss", "grads" (by variable name) and "decoded" tokens.
   """
   data = _data()
-  if packed:
-    data.update(_packed_features())
   tf_graph = tf.Graph()
   with tf_graph.as_default():
     tf.set_random_seed(1)
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
-    batch_dim = mtf.Dimension("batch", BATCH)
-    length_dim = mtf.Dimension("length", LENGTH)
-
-    def imp(name):
-      return mtf.import_tf_tensor(mesh, tf.constant(data[name]),
-                                  [batch_dim, length_dim])
-    model = transformer.make_bitransformer(
-        input_vocab_size=VOCAB, output_vocab_size=VOCAB,
-        layout=layout or None, mesh_shape=mesh_shape or None)
-    with tf.variable_scope("bt", reuse=tf.AUTO_REUSE):
-      packing = {}
-      if packed:
-        packing = dict(
-            encoder_sequence_id=imp("segments"),
-            decoder_sequence_id=imp("segments"),
-            encoder_position=imp("positions"),
-            decoder_position=imp("positions"))
-      _, loss = model.call_simple(
-          inputs=imp("inputs"), targets=imp("targets"), compute_loss=True,
-          mode=tf.estimator.ModeKeys.TRAIN, **packing)
-      decoded = (mtf.zeros(mesh, [batch_dim, length_dim], tf.int32) if packed
-                 else model.decode(imp("inputs"), temperature=0.0))
-    variables = graph.trainable_variables
-    grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
+    step = tiny_model.training_step(
+        mesh, data["inputs"], data["targets"], layout=layout or None,
+        mesh_shape=mesh_shape or None,
+        packed=tiny_model.packed_rows(BATCH, LENGTH) if packed else None,
+        decode=not packed)
+    decoded = step.decoded
+    if packed:  # not decoded: zeros in the decodes' place
+      decoded = mtf.zeros(mesh, [mtf.Dimension("batch", BATCH),
+                                 mtf.Dimension("length", LENGTH)], tf.int32)
+    variables, grads = step.variables, step.grads
 
     devices = ["/cpu:%d" % i for i in range(num_devices)]
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.convert_to_shape(mesh_shape), mtf.convert_to_layout_rules(layout),
-        devices)
     # No autostacking: variables keep their own names (and so can be compared
     # with the one-device run's by name).
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl}, autostack=False)
-    fetch = {"loss": lowering.export_to_tf_tensor(loss),
+    lowering = tiny_model.lower(graph, mesh, tiny_model.placement_mesh_impl(
+        mesh_shape, layout, devices))
+    fetch = {"loss": lowering.export_to_tf_tensor(step.loss),
              "decoded": lowering.export_to_tf_tensor(decoded),
              "grads": {v.name: lowering.export_to_tf_tensor(g)
                        for v, g in zip(variables, grads)}}

@@ -15,8 +15,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import layer_harness
-import numpy_reference as ref
 import mtf_synthesizer as ms
+from mtf_synthesizer import reference as ref
 from mtf_synthesizer import layer as layer_lib
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import layer_harness
-import numpy_reference as ref
 import mtf_synthesizer as ms
+from mtf_synthesizer import reference as ref
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8
 BATCH, LENGTH = 2, 6

@@ -1,6 +1,8 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Building blocks of the speed and memory benchmark (`tools/benchmark.py`).
+"""Models and measurements of the speed and memory benchmark.
+
+`tools/benchmark.py` runs them (with `benchmark_report`).
 
 Every model is a mesh-tensorflow Transformer (a decoder-only LM, or a T5-style
 encoder-decoder) whose self-attention layers are one attention variant. Each
@@ -30,7 +32,7 @@ What is measured, per model:
 import dataclasses
 import re
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
@@ -38,10 +40,11 @@ from mesh_tensorflow.transformer import transformer_layers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-import mtf_synthesizer as ms
+from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import tiny_model
 
-# A layer factory: (max_length, num_heads, d_kv) -> a mesh TransformerLayer.
-LayerFactory = Callable[[int, int, int], transformer.TransformerLayer]
+ModelShape = tiny_model.ModelShape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,27 +60,19 @@ class Variant:
   """
   name: str
   family: str
-  make_layer: LayerFactory
+  make_layer: tiny_model.LayerFactory
   mode: Optional[str] = None
 
 
-def _ours(synthesizers_fn, **kwargs) -> LayerFactory:
+def _ours_mode(mode: str) -> tiny_model.LayerFactory:
   def make(max_length, num_heads, d_kv):
-    return ms.SynthesizerAttention(
-        synthesizers=synthesizers_fn(), max_length=max_length,
-        num_heads=num_heads, key_value_size=d_kv, **kwargs)
-  return make
-
-
-def _ours_mode(mode: str) -> LayerFactory:
-  def make(max_length, num_heads, d_kv):
-    return ms.SynthesizerAttention(
+    return layer_lib.SynthesizerAttention(
         synthesize_mode=mode, max_length=max_length, num_heads=num_heads,
         key_value_size=d_kv)
   return make
 
 
-def _release(mode: str) -> LayerFactory:
+def _release(mode: str) -> tiny_model.LayerFactory:
   def make(max_length, num_heads, d_kv):
     # The release reads max_length from attention_kwargs (default 512); its
     # plus modes and `factorized` ignore it and use 512.
@@ -87,22 +82,48 @@ def _release(mode: str) -> LayerFactory:
   return make
 
 
-def _vanilla(max_length, num_heads, d_kv):
-  del max_length
-  return transformer_layers.SelfAttention(num_heads=num_heads,
-                                          key_value_size=d_kv)
-
-
-# The release's modes that compute what they claim (`factorized` is
-# degenerate: one attention row for every query; it is benchmarked but
-# flagged).
+# The release's synthesize modes, each benchmarked beside our layer in the
+# same mode. `factorized` is degenerate (one attention row for every query).
 RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
                  "dense_plus", "dense_plus_alpha", "factorized")
+# Mesh's own SelfAttention (variants.MESH_ATTENTION): the reference.
 VANILLA = "V"
+# Our modes that are the same composition as a variant of the table are not
+# built twice: `random` is R, and `random_plus_alpha` is R+V (the same two
+# terms with learned weights, in the other order).
+ALIASES = {"ours:random": "R", "ours:random_plus_alpha": "R+V"}
+# The release's `factorized` mode is degenerate (see docs): left out of runs.
+SKIPPED = ("ours:factorized", "release:factorized")
+# The release's modes timed in the length sweep, beside every table variant.
+SWEEP_RELEASE_MODES = ("random", "dense_minus", "random_plus_alpha",
+                       "dense_plus_alpha")
+
+
+def table_name(variant: variants.Variant) -> str:
+  """The benchmark's name of a row of the variant table.
+
+  Args:
+    variant: a row of `variants.VARIANTS` or `variants.MESH_ATTENTION`.
+
+  Returns:
+    VANILLA for mesh's attention, "V(ours)" for the dot product inside
+    SynthesizerAttention, else the table's label (e.g. "R+V").
+  """
+  if variant == variants.MESH_ATTENTION:
+    return VANILLA
+  if variant.components == ("dot_product",):
+    return "V(ours)"
+  return variant.label
+
+
+def table_names() -> List[str]:
+  """Mesh's attention, then every row of the variant table."""
+  return [table_name(v) for v in
+          (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
 
 
 def all_variants(fr_rank: int = 8) -> List[Variant]:
-  """Returns every variant: vanilla, the paper's, and the release's modes.
+  """Returns every variant: vanilla, the table's, and the release's modes.
 
   Args:
     fr_rank: k of Factorized Random (the paper's default is 8).
@@ -110,56 +131,13 @@ def all_variants(fr_rank: int = 8) -> List[Variant]:
   Returns:
     Variants; the first is mesh's vanilla SelfAttention (the reference).
   """
-  fr = lambda: ms.FactorizedRandom(k=fr_rank)
-  paper = [
-      ("V(ours)", lambda: [ms.DotProduct()]),
-      ("R", lambda: [ms.Random()]),
-      ("Fix", lambda: [ms.FixedRandom()]),
-      ("FR", lambda: [fr()]),
-      ("D", lambda: [ms.Dense()]),
-      ("FD", lambda: [ms.FactorizedDense()]),
-      ("R+V", lambda: [ms.Random(), ms.DotProduct()]),
-      ("D+V", lambda: [ms.Dense(), ms.DotProduct()]),
-      ("R+D", lambda: [ms.Random(), ms.Dense()]),
-      ("FR+V", lambda: [fr(), ms.DotProduct()]),
-  ]
-  variants = [Variant(VANILLA, "mesh", _vanilla)]
-  variants += [Variant(n, "ours", _ours(f)) for n, f in paper]
+  out = [Variant(table_name(v), "ours" if v.components else "mesh",
+                 tiny_model.attention_layer(v, fr_rank))
+         for v in (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
   for mode in RELEASE_MODES:
-    variants.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode))
-    variants.append(Variant("release:" + mode, "release", _release(mode),
-                            mode))
-  return variants
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelShape:
-  """The Transformer around the attention layers.
-
-  Attributes:
-    d_model: model width.
-    num_heads: attention heads.
-    d_kv: per-head key/value width.
-    d_ff: feed-forward hidden width.
-    num_layers: decoder layers (decoder-only LM) or decoder layers of the
-      encoder-decoder.
-    encoder_layers: 0 for a decoder-only LM; else the encoder's layers.
-    vocab: vocabulary size (256: a byte vocabulary).
-  """
-  d_model: int = 512
-  num_heads: int = 8
-  d_kv: int = 64
-  d_ff: int = 2048
-  num_layers: int = 2
-  encoder_layers: int = 0
-  vocab: int = 256
-
-  @property
-  def label(self) -> str:
-    kind = ("LM %dL" % self.num_layers if not self.encoder_layers else
-            "enc-dec %d+%dL" % (self.encoder_layers, self.num_layers))
-    return "%s d%d h%d dkv%d ff%d vocab%d" % (
-        kind, self.d_model, self.num_heads, self.d_kv, self.d_ff, self.vocab)
+    out.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode))
+    out.append(Variant("release:" + mode, "release", _release(mode), mode))
+  return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,50 +164,10 @@ class RunShape:
     return "%dx%d" % (self.length, self.batch)
 
 
-def _layer_stack(layers: Sequence[transformer.TransformerLayer]):
-  return transformer.LayerStack(
-      list(layers), sublayers_initial=[],
-      sublayers_per_layer=[transformer.sublayer_rms_norm,
-                           transformer.sublayer_call_layer,
-                           transformer.sublayer_residual],
-      sublayers_final=[transformer.sublayer_rms_norm])
-
-
-def _unitransformer(layers, shape: ModelShape, max_length: int,
-                    autoregressive: bool, name: str):
-  # An encoder has no softmax: it returns its last hidden states.
-  return transformer.Unitransformer(
-      layer_stack=_layer_stack(layers), d_model=shape.d_model,
-      input_vocab_size=shape.vocab,
-      output_vocab_size=shape.vocab if name == "decoder" else None,
-      autoregressive=autoregressive, max_length=max_length, name=name)
-
-
 def build_transformer(variant: Variant, shape: ModelShape, run: RunShape):
   """Returns a mesh Unitransformer (LM) or Bitransformer (enc-dec)."""
-  max_length = max(run.length, run.target_length or 0)
-
-  def attention():
-    return variant.make_layer(max_length, shape.num_heads, shape.d_kv)
-
-  def ffn():
-    return transformer_layers.DenseReluDense(hidden_size=shape.d_ff)
-
-  if not shape.encoder_layers:
-    layers = []
-    for _ in range(shape.num_layers):
-      layers += [attention(), ffn()]
-    return _unitransformer(layers, shape, max_length, True, "decoder")
-  enc = []
-  for _ in range(shape.encoder_layers):
-    enc += [attention(), ffn()]
-  dec = []
-  for _ in range(shape.num_layers):
-    dec += [attention(), transformer_layers.EncDecAttention(
-        num_heads=shape.num_heads, key_value_size=shape.d_kv), ffn()]
-  return transformer.Bitransformer(
-      encoder=_unitransformer(enc, shape, max_length, False, "encoder"),
-      decoder=_unitransformer(dec, shape, max_length, True, "decoder"))
+  return tiny_model.build_transformer(
+      variant.make_layer, shape, max(run.length, run.target_length or 0))
 
 
 def _einsum_flops(op: tf.Operation) -> int:
@@ -435,9 +373,9 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
     grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
     optimizer = mtf.optimize.AdafactorOptimizer()
     update_ops = optimizer.apply_grads(grads, variables)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = tiny_model.lower(graph, mesh,
+                                tiny_model.placement_mesh_impl(),
+                                autostack=True)
     train_op = tf.group([lowering.lowered_operation(op) for op in update_ops]
                         + [lowering.export_to_tf_tensor(loss).op])
     decode_op = (lowering.export_to_tf_tensor(decoded)

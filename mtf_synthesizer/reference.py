@@ -1,0 +1,310 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The paper's equations in plain NumPy (float64), one example at a time.
+
+Independent of mesh and of the rest of the package (it imports NumPy only):
+written from the paper (sec. 3, eq. 1-8), from mesh's documented variable
+layouts (combined q/k/v/o kernels are [d_model, heads * d_kv], heads-major)
+and from T5's relative position buckets. The tests check the layer against
+it, and `tools/attention_pictures.py` computes attention weights from
+checkpoints with it.
+
+Variables are passed by their name local to the attention layer's scope,
+e.g. "random/R", "q", "mixture/alpha_logits".
+
+Adding a synthesizing function: its logits in `synthesized_logits` and the
+variable that marks it in `MARKERS` (and `INPUT_INDEPENDENT` if its logits
+do not depend on the input).
+"""
+
+import math
+from typing import Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+
+# The local variable whose presence shows that a layer uses each function.
+MARKERS = {
+    "random": "random/R",
+    "fixed_random": "fixed_random/R",
+    "factorized_random": "factorized_random/R1",
+    "dense": "dense/w2",
+    "factorized_dense": "factorized_dense/wa",
+    "dot_product": "k",
+}
+# Functions whose logits are a table of positions (no input).
+INPUT_INDEPENDENT = ("random", "fixed_random", "factorized_random")
+MIXTURE_LOGITS = "mixture/alpha_logits"
+
+
+def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+  """A numerically stable softmax; rows that are all -inf give zeros.
+
+  Args:
+    z: logits; -inf marks masked entries.
+    axis: the axis to normalize over.
+
+  Returns:
+    An array like z whose slices along `axis` sum to one (or are zeros).
+  """
+  top = np.max(z, axis=axis, keepdims=True)
+  top = np.where(np.isfinite(top), top, 0.0)
+  e = np.exp(z - top)
+  total = np.sum(e, axis=axis, keepdims=True)
+  return e / np.where(total > 0, total, 1.0)
+
+
+def _head(w: np.ndarray, h: int, dk: int) -> np.ndarray:
+  """Columns of a combined [d_model, heads * d_kv] kernel for head h."""
+  return w[:, h * dk:(h + 1) * dk]
+
+
+def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
+                       x: Optional[np.ndarray], h: int, dk: int,
+                       pos: np.ndarray) -> np.ndarray:
+  """S_h(X) for one example: [length, length].
+
+  Args:
+    kind: random, fixed_random, factorized_random, dense, factorized_dense,
+      dot_product.
+    v: variables by local name (e.g. "random/R", "q").
+    x: [length, d_model]; may be None for INPUT_INDEPENDENT kinds.
+    h: head index.
+    dk: per-head width.
+    pos: [length] positions of the tokens inside their segments.
+
+  Returns:
+    Logits [query, memory].
+  """
+  if kind in ("random", "fixed_random"):
+    r = v[kind + "/R"][h]                      # eq. 4
+    return r[np.ix_(pos, pos)]
+  if kind == "factorized_random":
+    r1 = v["factorized_random/R1"][h]          # eq. 7
+    r2 = v["factorized_random/R2"][h]
+    return r1[pos] @ r2[pos].T
+  if kind == "dense":                           # eq. 1-2
+    hid = np.maximum(x @ v["dense/w1"][:, h] + v["dense/b1"][h], 0.0)
+    rows = hid @ v["dense/w2"][h] + v["dense/b2"][h]
+    return rows[:, pos]
+  if kind == "factorized_dense":                # eq. 5-6
+    p = "factorized_dense/"
+    hid = np.maximum(x @ v[p + "w1"][:, h] + v[p + "b1"][h], 0.0)
+    a = hid @ v[p + "wa"][h] + v[p + "ba"][h]   # [length, a]
+    b = hid @ v[p + "wb"][h] + v[p + "bb"][h]   # [length, b]
+    n = a.shape[1] * b.shape[1]
+    cols = np.arange(n)
+    c = a[:, cols % a.shape[1]] * b[:, cols // a.shape[1]]
+    return c[:, pos]
+  if kind == "dot_product":
+    q = x @ _head(v["q"], h, dk)
+    k = x @ _head(v["k"], h, dk)
+    return q @ k.T
+  raise ValueError(kind)
+
+
+def max_positions(kind: str, v: Dict[str, np.ndarray]) -> int:
+  """The number of positions the table of an INPUT_INDEPENDENT kind holds."""
+  if kind not in INPUT_INDEPENDENT:
+    raise ValueError("%s depends on the input." % kind)
+  return v[MARKERS[kind]].shape[1]
+
+
+def synthetic_logits(kind: str, v: Dict[str, np.ndarray],
+                     length: int) -> np.ndarray:
+  """R or R1 R2^T of an INPUT_INDEPENDENT kind: [heads, length, length].
+
+  Args:
+    kind: an INPUT_INDEPENDENT function.
+    v: variables by local name.
+    length: positions to keep; at most `max_positions`.
+
+  Returns:
+    The logits of every head at positions 0..length-1.
+  """
+  if length > max_positions(kind, v):
+    raise ValueError("length %d exceeds max_length %d"
+                     % (length, max_positions(kind, v)))
+  pos = np.arange(length)
+  return np.stack([synthesized_logits(kind, v, None, h, 0, pos)
+                   for h in range(v[MARKERS[kind]].shape[0])])
+
+
+def mixture_weights(v: Dict[str, np.ndarray]) -> Optional[np.ndarray]:
+  """alpha = softmax over functions of the mixture logits (eq. 8).
+
+  Args:
+    v: variables by local name.
+
+  Returns:
+    [functions, heads], summing to one over functions; None without
+    learned mixture weights.
+  """
+  if MIXTURE_LOGITS not in v:
+    return None
+  return softmax(v[MIXTURE_LOGITS], axis=0)
+
+
+def attention_weights(kinds: Sequence[str], v: Dict[str, np.ndarray],
+                      x: np.ndarray, num_heads: int, dk: int,
+                      visible: Optional[np.ndarray] = None,
+                      pos: Optional[np.ndarray] = None,
+                      bias: Union[np.ndarray, float] = 0.0,
+                      learned_weights: bool = True) -> np.ndarray:
+  """softmax(sum_i alpha_i S_i(X) + bias + mask) per head.  eq. 3, 8.
+
+  Args:
+    kinds: the synthesizing functions (several: a mixture, in the order of
+      the mixture logits).
+    v: variables by local name.
+    x: [length, d_model], one example.
+    num_heads: heads.
+    dk: per-head width (of the q/k/v kernels).
+    visible: [length, length] bool, False where query i may not see memory
+      j; None: all visible.
+    pos: [length] positions inside the segments; None: 0..length-1.
+    bias: added to the logits, e.g. T5's relative position bias [heads,
+      length, length].
+    learned_weights: mixture weights softmax(alpha_logits), else all 1.
+
+  Returns:
+    [heads, length, length]; every row sums to one.
+  """
+  length = x.shape[0]
+  pos = np.arange(length) if pos is None else pos
+  alpha = mixture_weights(v) if len(kinds) > 1 and learned_weights else None
+  logits = np.zeros((num_heads, length, length))
+  for h in range(num_heads):
+    for i, kind in enumerate(kinds):
+      weight = 1.0 if alpha is None else alpha[i, h]
+      logits[h] += weight * synthesized_logits(kind, v, x, h, dk, pos)
+  logits = logits + bias
+  if visible is not None:
+    logits = np.where(visible, logits, -np.inf)
+  return softmax(logits)
+
+
+def layer_output(kinds: Sequence[str], v: Dict[str, np.ndarray],
+                 x: np.ndarray, num_heads: int, dk: int,
+                 causal: bool = False,
+                 positions: Optional[np.ndarray] = None,
+                 segment_ids: Optional[np.ndarray] = None,
+                 learned_weights: bool = True) -> np.ndarray:
+  """Y = sum_h softmax(sum_i alpha_i S_i + mask) G_h(X) W_o,h.  eq. 3, 8.
+
+  Args:
+    kinds: the synthesizing functions (several: a mixture).
+    v: variables by local name.
+    x: [batch, length, d_model].
+    num_heads: heads.
+    dk: per-head width.
+    causal: mask j > i.
+    positions: [batch, length] or None (0..length-1).
+    segment_ids: [batch, length] or None.
+    learned_weights: mixture weights softmax(alpha_logits), else all 1.
+
+  Returns:
+    [batch, length, d_model].
+  """
+  batch, length, _ = x.shape
+  value_kernel = v["v"] if "v" in v else v["kv"]
+  out = np.zeros_like(x, dtype=np.float64)
+  for e in range(batch):
+    visible = np.ones((length, length), bool)
+    if causal:
+      visible &= causal_mask(length)
+    if segment_ids is not None:
+      visible &= segment_ids[e][:, None] == segment_ids[e][None, :]
+    weights = attention_weights(
+        kinds, v, x[e], num_heads, dk, visible,
+        None if positions is None else positions[e],
+        learned_weights=learned_weights)
+    for h in range(num_heads):
+      g = x[e] @ _head(value_kernel, h, dk)      # G_h(X)
+      out[e] += weights[h] @ g @ v["o"][h * dk:(h + 1) * dk]
+  return out
+
+
+def causal_mask(length: int) -> np.ndarray:
+  """[length, length] bool: True where query i may see memory j (j <= i)."""
+  return np.tril(np.ones((length, length), bool))
+
+
+def relative_position_bucket(relative_position: np.ndarray,
+                             bidirectional: bool, num_buckets: int = 32,
+                             max_distance: int = 128) -> np.ndarray:
+  """T5's relative position buckets (mesh's `_relative_position_bucket`).
+
+  Args:
+    relative_position: memory position minus query position (int array).
+    bidirectional: encoder (True) or causal stack (False).
+    num_buckets: buckets (half for each direction when bidirectional).
+    max_distance: distances from here on share the last bucket.
+
+  Returns:
+    Bucket ids like relative_position.
+  """
+  n = -relative_position
+  ret = np.zeros_like(n)
+  if bidirectional:
+    num_buckets //= 2
+    ret += (n < 0).astype(n.dtype) * num_buckets
+    n = np.abs(n)
+  else:
+    n = np.maximum(n, 0)
+  max_exact = num_buckets // 2
+  with np.errstate(divide="ignore"):
+    large = max_exact + (
+        np.log(np.maximum(n, 1) / max_exact) / math.log(
+            max_distance / max_exact) * (num_buckets - max_exact)).astype(
+                n.dtype)
+  large = np.minimum(large, num_buckets - 1)
+  return ret + np.where(n < max_exact, n, large)
+
+
+def relative_bias(table: np.ndarray, length: int,
+                  bidirectional: bool) -> np.ndarray:
+  """T5's relative position bias: [heads, length, length].
+
+  Args:
+    table: the `relative_attention_bias` variable, [heads, buckets].
+    length: query and memory length (positions 0..length-1).
+    bidirectional: encoder (True) or causal stack (False).
+
+  Returns:
+    The bias added to the logits of query i and memory j.
+  """
+  pos = np.arange(length)
+  buckets = relative_position_bucket(pos[None, :] - pos[:, None],
+                                     bidirectional, table.shape[-1])
+  return table[:, buckets]
+
+
+def rms_norm(x: np.ndarray, scale: np.ndarray,
+             epsilon: float = 1e-6) -> np.ndarray:
+  """mesh's layer norm: x / sqrt(mean(x^2) + epsilon) * scale (last axis)."""
+  return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + epsilon) * scale
+
+
+def numerical_grad(f: Callable[[], float], value: np.ndarray,
+                   eps: float = 1e-4) -> np.ndarray:
+  """Central differences of scalar f with respect to `value` (in place).
+
+  Args:
+    f: computes the scalar from the current contents of `value`.
+    value: the array to perturb (restored afterwards).
+    eps: the step.
+
+  Returns:
+    df/dvalue, like value (float64).
+  """
+  grad = np.zeros_like(value, dtype=np.float64)
+  flat = value.reshape(-1)
+  for i in range(flat.size):
+    old = flat[i]
+    flat[i] = old + eps
+    up = f()
+    flat[i] = old - eps
+    down = f()
+    flat[i] = old
+    grad.reshape(-1)[i] = (up - down) / (2 * eps)
+  return grad
