@@ -3,20 +3,23 @@
 """Shared fixtures: tiny models trained once per session by the stock CLI.
 
 The tests run against the working tree: its root goes first on `sys.path`
-here and on `PYTHONPATH` for the stock-CLI subprocesses, so an edit is
-tested without reinstalling. The installed copy is still needed for its
-start-up hook (`mtf_synthesizer.pth`); a stale one stops the run with a
-message to run `make install`.
+(`pythonpath` in pytest.ini) and, here, on `PYTHONPATH` for the stock-CLI
+subprocesses, so an edit is tested without reinstalling. The installed copy
+is still needed for its start-up hook (`mtf_synthesizer.pth`); a stale one
+stops the run with a message to run `make install`.
 """
 
 import concurrent.futures
 import os
+import runpy
 import sys
+from typing import Sequence
+from unittest import mock
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+TOOLS = os.path.join(REPO, "tools")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
 
@@ -39,8 +42,8 @@ def _check_installed_hook():
 _check_installed_hook()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-import cli_util
 from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import stock_cli
 from t5_tasks import vocabulary
 
 VARIANTS = variants.NAMES
@@ -54,16 +57,15 @@ def trained_models(tmp_path_factory):
   """Trains every variant and a plain T5 model for TRAIN_STEPS steps.
 
   Returns:
-    name -> (model_dir, subprocess.CompletedProcess).
+    name -> (model_dir, stock_cli.Result).
   """
   root = tmp_path_factory.mktemp("trained")
 
   def train(name):
     model_dir = str(root / name)
-    gin_files = [] if name == T5_VANILLA else ["synthesizer/%s.gin" % name]
-    proc = cli_util.run(cli_util.train_command(
-        model_dir, gin_files, steps=TRAIN_STEPS, length=LENGTH))
-    return name, (model_dir, proc)
+    result = stock_cli.run(stock_cli.local_train(
+        model_dir, name, steps=TRAIN_STEPS, length=LENGTH), timeout=900)
+    return name, (model_dir, result)
 
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     return dict(pool.map(train, VARIANTS + (T5_VANILLA,)))
@@ -81,3 +83,27 @@ def byte_vocab():
   else:
     os.environ[vocabulary.ENV_VAR] = old
   vocabulary.reset_vocabulary()
+
+
+def run_tool(script: str, argv: Sequence[str]) -> int:
+  """Runs a script of tools/ in this process, as `python tools/<script>`.
+
+  In process, so that a test can watch what it prints (capsys) and forbid
+  what it must not do (monkeypatch).
+
+  Args:
+    script: the file name, e.g. "tpu_job.py".
+    argv: its arguments.
+
+  Returns:
+    Its exit status.
+  """
+  path = os.path.join(TOOLS, script)
+  with mock.patch.object(sys, "argv", [path] + list(argv)):
+    try:
+      runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+      if isinstance(e.code, int):
+        return e.code
+      return 1 if e.code else 0
+  return 0

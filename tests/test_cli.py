@@ -19,47 +19,31 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import cli_checks
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import stock_cli
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-import demo  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-CLI = os.path.join(os.path.dirname(sys.executable), "t5_mesh_transformer")
 SEQ = 64
 STEPS = 4
 INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "A class definition defines a class object."]
 _GIN_DIR = os.path.join(cli_checks.GIN_DIR, "synthesizer")
+# Here "vanilla" is T5's own attention (variants.MESH_ATTENTION).
 VARIANTS = ["vanilla"] + (
     ["random"] if os.path.isfile(os.path.join(_GIN_DIR, "random.gin")) else [])
+_DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2}
 
 
-def command(model_dir, variant="vanilla", *extra):
-  """A stock CLI command line for the tiny model."""
-  cmd = [
-      CLI, "--module_import=mtf_synthesizer", "--module_import=t5_tasks",
-      "--model_dir=" + model_dir,
-      "--gin_file=dataset.gin", "--gin_file=models/t5.1.1.tiny.gin",
-  ]
-  if variant != "vanilla":
-    cmd += ["--gin_file=synthesizer/%s.gin" % variant,
-            "--gin_param=SynthesizerAttention.max_length = %d" % SEQ]
-  cmd += [
-      "--gin_param=MIXTURE_NAME = 'pydocs_span_corruption'",
-      "--gin_param=d_model = 32", "--gin_param=d_ff = 64",
-      "--gin_param=num_layers = 2", "--gin_param=num_heads = 2",
-      "--gin_param=utils.run.mesh_shape = ''",
-      "--gin_param=utils.run.mesh_devices = ['']",
-      "--gin_param=utils.run.sequence_length = "
-      "{'inputs': %d, 'targets': %d}" % (SEQ, SEQ),
-      "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)" % (4 * SEQ),
-      "--gin_param=utils.run.train_steps = %d" % STEPS,
-      "--gin_param=utils.run.save_checkpoints_steps = %d" % STEPS,
-  ]
-  return cmd + list(extra)
+def command(model_dir, variant="vanilla", gin_files=(), gin_params=()):
+  """A stock CLI command for the tiny model."""
+  if variant == "vanilla":
+    variant = variants.MESH_ATTENTION.name
+  return stock_cli.local_train(model_dir, variant, STEPS, length=SEQ,
+                               dims=_DIMS, gin_files=gin_files,
+                               gin_params=gin_params)
 
 
 def run(cmd):
-  return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+  return stock_cli.run(cmd, timeout=900)
 
 
 def _tail(proc, n=3000):
@@ -67,9 +51,9 @@ def _tail(proc, n=3000):
 
 
 def _scalars(event_dir):
-  """{tag: [(step, value)]}, read with the demo's event-file reader."""
+  """{tag: [(step, value)]}, read with stock_cli's event-file reader."""
   return {tag: [(step, value) for step, _, value in points]
-          for tag, points in demo.read_scalars(event_dir).items()}
+          for tag, points in stock_cli.read_scalars(event_dir).items()}
 
 
 def _parallel(fn, items, workers=2):
@@ -95,16 +79,9 @@ def runs(tmp_path_factory):
     if trained[variant].returncode != 0:
       return None
     if mode == "eval":
-      return run(command(
-          model_dir, variant, "--gin_file=perplexity_eval.gin",
-          "--gin_param=eval_checkpoint_step = -1",
-          "--gin_param=utils.run.dataset_split = 'validation'",
-          "--gin_param=utils.run.perplexity_eval_steps = 5"))
-    return run(command(
-        model_dir, variant, "--gin_file=infer.gin",
-        "--gin_param=infer_checkpoint_step = -1",
-        "--gin_param=input_filename = '%s'" % input_file,
-        "--gin_param=output_filename = '%s'" % (root / (variant + ".out"))))
+      return run(stock_cli.perplexity_eval(command(model_dir, variant), 5))
+    return run(stock_cli.infer(command(model_dir, variant), str(input_file),
+                               str(root / (variant + ".out"))))
 
   later = _parallel(after, [(v, m) for v in VARIANTS for m in ("eval", "infer")])
   return {"root": root, "train": trained, "after": later}
@@ -171,12 +148,12 @@ def bad_runs(tmp_path_factory):
   a_file = root / "a_file"
   a_file.write_text("not a directory\n")
   jobs = {
-      "gin": command(str(root / "gin"), "vanilla",
-                     "--gin_file=synthesizer/nonexistent.gin"),
+      "gin": command(str(root / "gin"),
+                     gin_files=["synthesizer/nonexistent.gin"]),
       "model_dir": command(str(a_file / "sub")),
       "empty": command(
-          str(root / "empty"), "vanilla",
-          "--gin_param=pydocs.corpus_options.validation_percent = 100"),
+          str(root / "empty"),
+          gin_params=["pydocs.corpus_options.validation_percent = 100"]),
   }
   procs = _parallel(lambda k: run(jobs[k]), sorted(jobs), workers=3)
   return {"root": root, "a_file": a_file, "procs": procs}

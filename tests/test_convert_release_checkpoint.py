@@ -2,13 +2,9 @@
 # Licensed under the Apache License, Version 2.0.
 """The release checkpoint converter, on a checkpoint file."""
 
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-import convert_release_checkpoint as tool  # pylint: disable=g-import-not-at-top
+from mtf_synthesizer.tools_lib import release_checkpoint as tool
 
 
 def test_converts_a_release_checkpoint_file(tmp_path):

@@ -5,23 +5,18 @@ classifier and scoring through the stock CLI."""
 
 import math
 import os
-import sys
 
 import gin
 import mesh_tensorflow.transformer
 import pytest
 import seqio
 
-import cli_util
 import conftest
 import mtf_synthesizer
+from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.tools_lib import tpu_jobs
 import t5.models
 import t5_tasks  # pylint: disable=unused-import
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "tools"))
-import paper_commands  # pylint: disable=g-import-not-at-top,wrong-import-position
-import tpu_job  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 for _module in (mesh_tensorflow.transformer, t5.models):
   gin.add_config_file_search_path(
@@ -56,9 +51,9 @@ def _lengths(experiment):
   return {"inputs": inputs, "targets": targets}
 
 
-@pytest.mark.parametrize("name", sorted(tpu_job.EXPERIMENTS))
+@pytest.mark.parametrize("name", sorted(tpu_jobs.EXPERIMENTS))
 def test_experiment_file_matches_the_tool_and_registry(name):
-  experiment = tpu_job.EXPERIMENTS[name]
+  experiment = tpu_jobs.EXPERIMENTS[name]
   _parse(experiment.gin_file, "synthesizer/random.gin")
   assert gin.query_parameter("utils.run.model_type") == experiment.model_type
   mixture = gin.query_parameter("%MIXTURE_NAME")
@@ -71,7 +66,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
   assert gin.query_parameter("SynthesizerAttention.max_length") == max(
       n for n in experiment.train_lengths if n)
   assert gin.query_parameter("utils.run.batch_size") == (
-      "tokens_per_batch", tpu_job.TOKENS_PER_BATCH)
+      "tokens_per_batch", tpu_jobs.TOKENS_PER_BATCH)
   # The T5 model file keeps its size: the experiment file sets none.
   assert gin.query_parameter("%d_model") == 768
   # The evaluated split exists (TFDS facts for the builders whose splits
@@ -82,7 +77,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
 
 
 def test_c4_then_glue_super_glue_finetune_file():
-  experiment = tpu_job.EXPERIMENTS["c4_glue_superglue"]
+  experiment = tpu_jobs.EXPERIMENTS["c4_glue_superglue"]
   _parse(experiment.gin_file)
   assert gin.query_parameter("utils.run.train_steps") == 2 ** 19
   gin.clear_config()
@@ -99,7 +94,7 @@ def test_c4_then_glue_super_glue_finetune_file():
 
 @pytest.mark.parametrize("name", ["ag_news", "imdb"])
 def test_encoder_classifier_files(name):
-  _parse(tpu_job.EXPERIMENTS[name].gin_file,
+  _parse(tpu_jobs.EXPERIMENTS[name].gin_file,
          "synthesizer/factorized_random.gin")
   assert gin.query_parameter("utils.run.model_type") == "aligned"
   assert gin.query_parameter("mesh_train_dataset_fn.pack") is False
@@ -115,62 +110,45 @@ def test_factorized_random_keeps_k_8_elsewhere():
 
 
 def test_paper_commands_cover_every_table_and_variant(capsys):
-  assert paper_commands.main([]) == 0
+  assert conftest.run_tool("paper_commands.py", []) == 0
   text = capsys.readouterr().out
-  for table, experiments in paper_commands.TABLE_EXPERIMENTS.items():
+  for table, experiments in tpu_jobs.TABLE_EXPERIMENTS.items():
     for experiment in experiments:
-      for variant in tpu_job.TABLE_VARIANTS[table]:
-        header = "# %s, variant %s" % (tpu_job.EXPERIMENTS[experiment].paper,
+      for variant in tpu_jobs.TABLE_VARIANTS[table]:
+        header = "# %s, variant %s" % (tpu_jobs.EXPERIMENTS[experiment].paper,
                                        variant)
         assert header in text, header
   # Shell variables are left for the shell to expand.
   assert '"--tpu=${TPU}"' in text and "\\$" not in text
   # Table 4 is the C4 pretraining alone; Tables 5-6 finetune on GLUE too.
-  table4 = "\n".join(paper_commands.table_commands("Table 4", ["random"]))
+  table4 = "\n".join(tpu_jobs.table_commands("Table 4", ["random"]))
   assert "glue_super_glue_finetune.gin" not in table4
-  table56 = "\n".join(paper_commands.table_commands("Tables 5-6", ["random"]))
+  table56 = "\n".join(tpu_jobs.table_commands("Tables 5-6", ["random"]))
   assert "experiments/glue_super_glue_finetune.gin" in table56
 
 
 # --- through the stock CLI --------------------------------------------------
 
-_TINY = ["d_model = 32", "num_layers = 2", "d_ff = 64", "num_heads = 2",
-         "d_kv = 16"]
+_TINY = {"d_model": 32, "num_layers": 2, "d_ff": 64, "num_heads": 2,
+         "d_kv": 16}
 _CLASSIFIER_STEPS = 100
 _LENGTH = 64
-
-
-def _classifier_command(model_dir, *extra):
-  command = [cli_util.CLI, "--module_import=mtf_synthesizer",
-             "--module_import=t5_tasks", "--model_dir=" + model_dir,
-             "--gin_file=experiments/_encoder_classifier.gin",
-             "--gin_file=synthesizer/factorized_random.gin"]
-  command += [a for a in extra if a.startswith("--gin_file")]
-  params = _TINY + [
-      "MIXTURE_NAME = 'listops'",
-      "utils.run.mesh_shape = ''", "utils.run.mesh_devices = ['']",
-      "utils.run.sequence_length = {'inputs': %d, 'targets': %d}" % (
-          _LENGTH, _LENGTH),
-      "utils.run.batch_size = ('tokens_per_batch', %d)" % (8 * _LENGTH),
-      "SynthesizerAttention.max_length = %d" % _LENGTH,
-  ] + [a for a in extra if not a.startswith("--gin_file")]
-  return command + ["--gin_param=" + p for p in params]
 
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
   """Trains an encoder-only FR classifier on ListOps, then decodes."""
   model_dir = str(tmp_path_factory.mktemp("classifier"))
-  env = {"MTF_SYNTH_VOCAB": "byte"}
-  train = cli_util.run(_classifier_command(
-      model_dir, "utils.run.train_steps = %d" % _CLASSIFIER_STEPS,
-      "utils.run.save_checkpoints_steps = %d" % _CLASSIFIER_STEPS), env=env)
+  command = stock_cli.local_train(
+      model_dir, "factorized_random", _CLASSIFIER_STEPS, mixture="listops",
+      length=_LENGTH, batch_size=8, dims=_TINY,
+      base_gin_files=["experiments/_encoder_classifier.gin"],
+      env={"MTF_SYNTH_VOCAB": "byte"})
+  train = stock_cli.run(command, timeout=900)
   evaluation = None
   if train.returncode == 0:
-    evaluation = cli_util.run(_classifier_command(
-        model_dir, "--gin_file=eval.gin",
-        "utils.run.dataset_split = 'validation'",
-        "eval_checkpoint_step = %d" % _CLASSIFIER_STEPS), env=env)
+    evaluation = stock_cli.run(
+        stock_cli.decode_eval(command, _CLASSIFIER_STEPS), timeout=900)
   return model_dir, train, evaluation
 
 
@@ -235,21 +213,18 @@ def test_score_mode_scores_each_pair(trained_models, tmp_path, variant):
   inputs.write_text("\n".join(_SCORE_INPUTS) + "\n")
   targets.write_text("\n".join(_SCORE_TARGETS) + "\n")
   scores = tmp_path / "scores"
-  command = cli_util.train_command(
-      model_dir, ["synthesizer/%s.gin" % variant, "score_from_file.gin"],
-      steps=conftest.TRAIN_STEPS, length=conftest.LENGTH, params=[
-          "inputs_filename = '%s'" % inputs,
-          "targets_filename = '%s'" % targets,
-          "scores_filename = '%s'" % scores,
+  train_command = stock_cli.local_train(
+      model_dir, variant, steps=conftest.TRAIN_STEPS, length=conftest.LENGTH)
+  command = stock_cli.score(
+      train_command, str(inputs), str(targets), str(scores),
+      conftest.TRAIN_STEPS).extended(gin_params=[
           # mesh 0.1.21 cannot write the example text when the vocabulary
           # decodes in the graph (the byte vocabulary does): it calls
           # .tolist() on the decoded bytes. Scores only.
           "save_scores.save_example_text = False",
           "utils.get_variable_dtype.slice_dtype = 'float32'",
-          "utils.get_variable_dtype.activation_dtype = 'float32'",
-          "utils.run.eval_checkpoint_step = %d" %
-          conftest.TRAIN_STEPS])
-  proc = cli_util.run(command)
+          "utils.get_variable_dtype.activation_dtype = 'float32'"])
+  proc = stock_cli.run(command, timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   with open(str(scores) + ".scores") as f:
     values = [float(v) for v in f.read().split()]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-import cli_util
 import conftest
+from mtf_synthesizer.tools_lib import stock_cli
 
 STEPS = conftest.TRAIN_STEPS
 ATTN = "encoder/block_000/layer_000/"
@@ -36,10 +36,10 @@ def _values(model_dir, step):
 def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
   model_dir = str(tmp_path / "rv")
   init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
-  proc = cli_util.run(cli_util.train_command(
-      model_dir, ["synthesizer/random_vanilla.gin",
-                  "synthesizer/init_from_t5.gin"], steps=STEPS + 1,
-      params=["utils.run.init_checkpoint = '%s'" % init]))
+  proc = stock_cli.run(stock_cli.local_train(
+      model_dir, "random_vanilla", steps=STEPS + 1,
+      gin_files=["synthesizer/init_from_t5.gin"],
+      gin_params=["utils.run.init_checkpoint = '%s'" % init]), timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   # The first checkpoint is written before the first step (global_step is
   # restored: STEPS), so it holds the initial values.
@@ -66,10 +66,10 @@ def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
 def test_synthesizer_finetunes_on_another_task(pretrained, tmp_path):
   model_dir = str(tmp_path / "r_listops")
   init = os.path.join(pretrained["random"], "model.ckpt-%d" % STEPS)
-  proc = cli_util.run(cli_util.train_command(
-      model_dir, ["synthesizer/random.gin"], steps=STEPS + 1,
-      mixture="listops",
-      params=["utils.run.init_checkpoint = '%s'" % init]), env=BYTES)
+  command = stock_cli.local_train(
+      model_dir, "random", steps=STEPS + 1, mixture="listops",
+      gin_params=["utils.run.init_checkpoint = '%s'" % init], env=BYTES)
+  proc = stock_cli.run(command, timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   start = _values(model_dir, STEPS)
   source = _values(pretrained["random"], STEPS)

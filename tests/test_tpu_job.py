@@ -2,6 +2,9 @@
 # Licensed under the Apache License, Version 2.0.
 """tools/tpu_job.py: the dry run prints the right commands and runs nothing.
 
+The script runs in process (`conftest.run_tool`); the commands it prints are
+composed by `mtf_synthesizer.tools_lib.tpu_jobs`.
+
 The expectations come from outside the tool: T5's and mtf_synthesizer's gin
 files on disk, the task registry, mesh's own `tpu_mesh_shape`, the paper's
 settings (524288 pretraining steps on a 2x2 v3 slice).
@@ -18,11 +21,11 @@ import subprocess
 
 import pytest
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SPEC = importlib.util.spec_from_file_location(
-    "tpu_job", os.path.join(_ROOT, "tools", "tpu_job.py"))
-tpu_job = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(tpu_job)
+import conftest
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import tpu_jobs
+
+_ROOT = conftest.REPO
 
 _T5_GIN = os.path.join(os.path.dirname(importlib.util.find_spec("t5").origin),
                        "models", "gin")
@@ -43,7 +46,7 @@ def _dry_run(monkeypatch, *args):
   monkeypatch.setattr(subprocess, "run", forbidden)
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
-    status = tpu_job.main(_BASE_ARGS + list(args))
+    status = conftest.run_tool("tpu_job.py", _BASE_ARGS + list(args))
   assert status == 0
   return out.getvalue()
 
@@ -169,7 +172,7 @@ def test_gcloud_accelerator(monkeypatch, topology, accelerator, version):
   assert "--version=" + version in gcloud
 
 
-@pytest.mark.parametrize("variant", tpu_job.VARIANTS)
+@pytest.mark.parametrize("variant", variants.NAMES)
 def test_every_variant_file_exists_and_follows_model_gin(monkeypatch,
                                                          variant):
   assert os.path.exists(os.path.join(_SYNTH_GIN, "synthesizer",
@@ -223,28 +226,29 @@ def _model_gin_value(path, name):
 @pytest.mark.parametrize("version", ["1.0", "1.1"])
 def test_model_dimensions_match_t5_gin_files(version):
   # The divisibility check uses the heads and d_ff of T5's own files.
-  for size, gin_file in tpu_job._MODEL_GIN[version].items():  # pylint: disable=protected-access
+  for size, gin_file in tpu_jobs.MODEL_GIN[version].items():
     want = (_model_gin_value(gin_file, "num_heads"),
             _model_gin_value(gin_file, "d_ff"))
-    assert tpu_job._MODEL_DIMS[version][size] == want, (version, size)  # pylint: disable=protected-access
+    assert tpu_jobs.MODEL_DIMS[version][size] == want, (version, size)
 
 
 def test_indivisible_model_parallelism_is_a_clear_error(capsys):
   # T5 1.1 small has 6 heads: 4-way model parallelism cannot split them.
-  status = tpu_job.main(_BASE_ARGS + ["--t5_version=1.1", "--model_size=small",
-                                      "--model_parallelism=4"])
+  status = conftest.run_tool("tpu_job.py", _BASE_ARGS + [
+      "--t5_version=1.1", "--model_size=small", "--model_parallelism=4"])
   assert status == 2
   err = capsys.readouterr().err
   assert "'heads' of size 6" in err and "'model' of size 4" in err
-  status = tpu_job.main(_BASE_ARGS + ["--model_parallelism=16",
-                                      "--tpu_topology=v3-8"])
+  status = conftest.run_tool("tpu_job.py", _BASE_ARGS + [
+      "--model_parallelism=16", "--tpu_topology=v3-8"])
   assert status == 2
   assert "does not divide the 8 cores" in capsys.readouterr().err
 
 
 def test_bucket_must_be_gcs(capsys):
-  assert tpu_job.main(["--dry_run", "--tpu=t", "--zone=z", "--gcp_project=p",
-                       "--bucket=/local/dir"]) == 2
+  assert conftest.run_tool("tpu_job.py", [
+      "--dry_run", "--tpu=t", "--zone=z", "--gcp_project=p",
+      "--bucket=/local/dir"]) == 2
   assert "gs://" in capsys.readouterr().err
 
 
@@ -252,7 +256,7 @@ def test_mixture_names_are_registered():
   import seqio  # pylint: disable=g-import-not-at-top
   import t5_tasks  # pylint: disable=g-import-not-at-top,unused-import
   names = set()
-  for exp in tpu_job.EXPERIMENTS.values():
+  for exp in tpu_jobs.EXPERIMENTS.values():
     names.add(exp.train_mixture)
     if exp.finetune_mixture:
       names.add(exp.finetune_mixture)
@@ -266,12 +270,12 @@ def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
   ok = ["sh", "-c", "echo ran-$0 >> %s; echo out-$0" % log, "a"]
   bad = ["sh", "-c", "echo ran-$0 >> %s; exit 3" % log, "b"]
   never = ["sh", "-c", "echo ran-$0 >> %s" % log, "c"]
-  assert tpu_job.run_commands([ok, bad, never]) == 3
+  assert tpu_jobs.run_commands([ok, bad, never]) == 3
   assert log.read_text().split() == ["ran-a", "ran-b"]
   assert "out-a" in capsys.readouterr().out
 
 
 def test_model_type_is_a_real_mesh_model_type():
-  for name, experiment in tpu_job.EXPERIMENTS.items():
+  for name, experiment in tpu_jobs.EXPERIMENTS.items():
     assert experiment.model_type in ("bitransformer", "lm", "aligned"), name
     assert experiment.paper.startswith("Table"), name

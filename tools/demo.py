@@ -29,200 +29,57 @@ kept in
   * parameters: the sizes of the variables in the final checkpoint, without
     optimizer slots and `global_step`.
 
-Variant names are the files in `gin/synthesizer/`
-(`random` is `--gin_file=synthesizer/random.gin`), except `vanilla`, which is
-T5's own attention (no variant file). Usage:
+Variant names are those of the variant table (`mtf_synthesizer/variants.py`):
+`random` is `--gin_file=synthesizer/random.gin`, and a paper label (`R`,
+`R+V`) names the same row. `t5_attention` (`variants.MESH_ATTENTION`) is T5's
+own attention, mesh's SelfAttention with no variant file, the baseline that
+the default list starts with; `vanilla` is the dot product inside
+SynthesizerAttention (the same math, this package's variable layout). Usage:
 
-  python tools/demo.py --output_dir=runs/demo [--variants=vanilla,random]
+  python tools/demo.py --output_dir=runs/demo [--variants=t5_attention,random]
       [--train_steps=300]
 """
 
 import argparse
 import json
 import os
-import re
-import statistics
-import subprocess
+import shutil
 import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-CLI = os.path.join(os.path.dirname(sys.executable), "t5_mesh_transformer")
-TASK = "pydocs_span_corruption"
-DEFAULT_VARIANTS = "vanilla,random,dense"
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import stock_cli
 
-_STEP_LINE = re.compile(r"^step, tf_loss\[([-+0-9.eE]+|nan|inf)\]\[(\d+)\]")
-_EVAL_LINE = re.compile(r"Evaluation \[(\d+)/(\d+)\]")
-
-
-def model_flags(args: argparse.Namespace, variant: str) -> List[str]:
-  """The command-line arguments shared by the training and eval runs."""
-  flags = [
-      "--module_import=mtf_synthesizer", "--module_import=t5_tasks",
-      "--gin_file=dataset.gin", "--gin_file=models/t5.1.1.tiny.gin",
-  ]
-  if variant != "vanilla":
-    flags += ["--gin_file=synthesizer/%s.gin" % variant,
-              "--gin_param=SynthesizerAttention.max_length = %d"
-              % args.sequence_length]
-  seq = args.sequence_length
-  flags += [
-      "--gin_param=MIXTURE_NAME = '%s'" % TASK,
-      "--gin_param=d_model = %d" % args.d_model,
-      "--gin_param=d_ff = %d" % args.d_ff,
-      "--gin_param=num_layers = %d" % args.num_layers,
-      "--gin_param=num_heads = %d" % args.num_heads,
-      "--gin_param=d_kv = %d" % (args.d_model // args.num_heads),
-      "--gin_param=utils.run.mesh_shape = ''",
-      "--gin_param=utils.run.mesh_devices = ['']",
-      "--gin_param=utils.run.sequence_length = "
-      "{'inputs': %d, 'targets': %d}" % (seq, seq),
-      "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)"
-      % (args.batch_size * seq),
-      "--gin_param=utils.run.train_steps = %d" % args.train_steps,
-      "--gin_param=utils.run.save_checkpoints_steps = %d" % args.train_steps,
-  ]
-  return flags
+TASK = stock_cli.SPAN_CORRUPTION
+DEFAULT_VARIANTS = "%s,random,dense" % variants.MESH_ATTENTION.name
 
 
 def train_command(args: argparse.Namespace, variant: str,
-                  model_dir: str) -> List[str]:
+                  model_dir: str) -> stock_cli.Command:
   """The stock CLI command that trains one variant."""
-  return [CLI, "--model_dir=" + model_dir] + model_flags(args, variant)
+  return stock_cli.local_train(
+      model_dir, variant, args.train_steps, mixture=TASK,
+      length=args.sequence_length, batch_size=args.batch_size,
+      dims={"d_model": args.d_model, "d_ff": args.d_ff,
+            "num_layers": args.num_layers, "num_heads": args.num_heads,
+            "d_kv": args.d_model // args.num_heads})
 
 
-def eval_command(args: argparse.Namespace, variant: str,
-                 model_dir: str) -> List[str]:
-  """The stock CLI command that evaluates the last checkpoint."""
-  return [CLI, "--model_dir=" + model_dir] + model_flags(args, variant) + [
-      "--gin_file=perplexity_eval.gin",
-      "--gin_param=eval_checkpoint_step = -1",
-      "--gin_param=utils.run.dataset_split = 'validation'",
-      "--gin_param=utils.run.perplexity_eval_steps = %d" % args.eval_steps,
-  ]
-
-
-class Progress:
-  """One status line per run, rewritten in place on a terminal."""
-
-  def __init__(self, label: str, total_steps: int):
-    self.label = label
-    self.total = total_steps
-    self.start = time.time()
-    self.phase = "starting"
-    self.tty = sys.stdout.isatty()
-    self._last_print = 0.0
-    self._last_text = ""
-
-  def update(self, line: str) -> None:
-    """Updates the phase from one log line of the CLI."""
-    m = _STEP_LINE.match(line)
-    if m:
-      self.phase = "step %s/%d train loss/slot %.3f" % (
-          m.group(2), self.total, float(m.group(1)))
-    elif "Starting the session" in line:
-      self.phase = "graph built, starting session"
-    elif "Saving checkpoints for" in line:
-      self.phase = "saving checkpoint " + line.rsplit("for ", 1)[-1].split()[0]
-    elif "Calling model_fn" in line:
-      self.phase = "building graph"
-    else:
-      m = _EVAL_LINE.search(line)
-      if m:
-        self.phase = "eval batch %s/%s" % (m.group(1), m.group(2))
-      else:
-        return
-    self.show()
-
-  def show(self, final: bool = False) -> None:
-    text = "  %-24s %6.0fs  %s" % (self.label, time.time() - self.start,
-                                  self.phase)
-    now = time.time()
-    if self.tty:
-      sys.stdout.write("\r\033[K" + text + ("\n" if final else ""))
-      sys.stdout.flush()
-    elif final or (now - self._last_print >= 10 and text != self._last_text):
-      print(text, flush=True)
-      self._last_print = now
-      self._last_text = text
-
-
-def run_streaming(cmd: Sequence[str], log_path: str,
-                  progress: Progress) -> int:
-  """Runs `cmd`, writing its output to `log_path` and updating `progress`."""
-  with open(log_path, "w") as log:
-    log.write(" ".join(cmd) + "\n\n")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
-    for line in proc.stdout:
-      log.write(line)
-      progress.update(line)
-    returncode = proc.wait()
-  progress.phase = "done" if returncode == 0 else "FAILED (exit %d), see %s" % (
-      returncode, log_path)
-  progress.show(final=True)
-  return returncode
-
-
-def _quiet_tf():
-  """Imports TensorFlow without its start-up and deprecation chatter."""
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  tf.get_logger().setLevel("ERROR")
-  return tf
-
-
-def read_scalars(event_dir: str) -> Dict[str, List[tuple]]:
-  """{tag: [(step, wall_time, value)]} from the event files in a folder."""
-  tf = _quiet_tf()
-  out = {}
-  for name in sorted(tf.io.gfile.listdir(event_dir)):
-    if not name.startswith("events.out.tfevents"):
-      continue
-    for event in tf.train.summary_iterator(os.path.join(event_dir, name)):
-      for value in event.summary.value:
-        if value.HasField("simple_value"):
-          out.setdefault(value.tag, []).append(
-              (event.step, event.wall_time, value.simple_value))
-  return out
-
-
-def count_parameters(model_dir: str) -> int:
-  """Parameters in the latest checkpoint, without slots and global_step."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  tf = _quiet_tf()
-  total = 0
-  for name, shape in tf.train.list_variables(
-      tf.train.latest_checkpoint(model_dir)):
-    if "_slot_" in name or name == "global_step":
-      continue
-    total += int(np.prod(shape))
-  return total
-
-
-def summarize(variant: str, model_dir: str) -> Dict[str, Optional[float]]:
+def summarize(variant: str, train: stock_cli.Result) -> Dict:
   """Validation loss, steps/s and parameters of one finished run."""
-  train = read_scalars(model_dir)
-  rates = [v for s, _, v in train.get("global_step/sec", []) if s > 1]
-  evals = [d for d in sorted(os.listdir(model_dir))
-           if d.startswith("eval_%s_validation" % TASK)]
-  nlp = None
-  if evals:
-    values = read_scalars(os.path.join(model_dir, evals[-1])).get(
-        "neg_log_perplexity", [])
-    if values:
-      nlp = max(values)[2]  # The last step.
-  losses = train.get("loss", [])
+  nlp = stock_cli.last_value(stock_cli.eval_scalars(
+      train.model_dir, "eval_%s_validation" % TASK), "neg_log_perplexity")
   return {
       "variant": variant,
       "validation_loss": -nlp if nlp is not None else None,
-      "train_loss": max(losses)[2] if losses else None,
-      "steps_per_sec": statistics.median(rates) if rates else None,
-      "parameters": count_parameters(model_dir),
+      "train_loss": stock_cli.last_value(train.scalars, "loss"),
+      "steps_per_sec": stock_cli.steps_per_sec(train.scalars),
+      "parameters": stock_cli.count_parameters(train.model_dir),
   }
 
 
-def format_table(rows: Sequence[Dict[str, Optional[float]]]) -> str:
+def format_table(rows: Sequence[Dict]) -> str:
   """A Markdown table of the results."""
   def fmt(value, spec):
     return "n/a" if value is None else format(value, spec)
@@ -236,11 +93,13 @@ def format_table(rows: Sequence[Dict[str, Optional[float]]]) -> str:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+  """Parses the command line."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--output_dir", default="runs/demo")
   parser.add_argument("--variants", default=DEFAULT_VARIANTS,
-                      help="comma-separated; 'vanilla' is T5's attention, "
-                      "other names are synthesizer/<name>.gin")
+                      help="comma-separated names or labels of the variant "
+                      "table; '%s' is T5's own attention (no variant file)"
+                      % variants.MESH_ATTENTION.name)
   parser.add_argument("--train_steps", type=int, default=300)
   parser.add_argument("--eval_steps", type=int, default=25,
                       help="validation batches (25 x 16 covers the split)")
@@ -253,40 +112,52 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   return parser.parse_args(argv)
 
 
+def _variant_names(text: str) -> List[str]:
+  """Table names for a comma-separated list of names or labels."""
+  return [variants.get(v.strip()).name for v in text.split(",") if v.strip()]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Trains and evaluates every variant; returns 1 if any run failed."""
   args = parse_args(argv)
   output_dir = os.path.abspath(args.output_dir)
-  variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-  if not os.path.isfile(CLI):
-    print("error: %s not found; run `make install` first." % CLI,
-          file=sys.stderr)
+  try:
+    names = _variant_names(args.variants)
+  except ValueError as e:
+    print("error: %s" % e, file=sys.stderr)
+    return 2
+  if not os.path.isfile(stock_cli.cli_path()):
+    print("error: %s not found; run `make install` first."
+          % stock_cli.cli_path(), file=sys.stderr)
     return 2
   os.makedirs(output_dir, exist_ok=True)
   print("Writing everything under %s" % output_dir)
   print("Variants: %s; %d training steps each, batch %d x %d tokens, "
-        "d_model %d, %d layers." % (", ".join(variants), args.train_steps,
+        "d_model %d, %d layers." % (", ".join(names), args.train_steps,
                                     args.batch_size, args.sequence_length,
                                     args.d_model, args.num_layers), flush=True)
   start = time.time()
   rows, failed = [], []
-  for variant in variants:
+  for variant in names:
     run_dir = os.path.join(output_dir, variant)
     model_dir = os.path.join(run_dir, "model")
     if os.path.exists(model_dir):
-      import shutil  # pylint: disable=g-import-not-at-top
       shutil.rmtree(model_dir)
     os.makedirs(run_dir, exist_ok=True)
-    code = run_streaming(train_command(args, variant, model_dir),
-                         os.path.join(run_dir, "train.log"),
-                         Progress("%s train" % variant, args.train_steps))
-    if code == 0:
-      code = run_streaming(eval_command(args, variant, model_dir),
-                           os.path.join(run_dir, "eval.log"),
-                           Progress("%s eval" % variant, args.train_steps))
-    if code != 0:
+    command = train_command(args, variant, model_dir)
+    train = stock_cli.run_with_progress(
+        command, os.path.join(run_dir, "train.log"), "%s train" % variant,
+        args.train_steps)
+    result = train
+    if train.returncode == 0:
+      result = stock_cli.run_with_progress(
+          stock_cli.perplexity_eval(command, args.eval_steps),
+          os.path.join(run_dir, "eval.log"), "%s eval" % variant,
+          args.train_steps)
+    if result.returncode != 0:
       failed.append(variant)
       continue
-    rows.append(summarize(variant, model_dir))
+    rows.append(summarize(variant, train))
 
   table = format_table(rows)
   minutes = (time.time() - start) / 60

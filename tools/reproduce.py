@@ -34,22 +34,12 @@ import argparse
 import dataclasses
 import json
 import os
-import statistics
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import demo  # pylint: disable=g-import-not-at-top
-
-VARIANTS = ("vanilla", "random", "fixed_random", "factorized_random", "dense",
-            "factorized_dense", "random_dense", "dense_vanilla",
-            "random_vanilla", "factorized_random_vanilla")
-LABELS = {"vanilla": "V", "random": "R", "fixed_random": "Fix",
-          "factorized_random": "FR", "dense": "D", "factorized_dense": "FD",
-          "random_dense": "R+D", "dense_vanilla": "D+V",
-          "random_vanilla": "R+V", "factorized_random_vanilla": "FR+V"}
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import stock_cli
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,94 +83,71 @@ _TINY = {"d_model": 64, "num_layers": 2, "d_ff": 128, "num_heads": 4,
          "d_kv": 16}
 
 
-def flags(task: Task, variant: str, model_dir: str) -> List[str]:
-  """Command-line arguments shared by a task's training and evaluation."""
-  out = ["--module_import=mtf_synthesizer", "--module_import=t5_tasks",
-         "--model_dir=" + model_dir, "--gin_file=models/t5.1.1.small.gin"]
+def train_command(task: Task, variant: str,
+                  model_dir: str) -> stock_cli.Command:
+  """The stock CLI command that trains one variant on a task."""
   if task.model == "classifier":
-    out.append("--gin_file=experiments/_encoder_classifier.gin")
-    lengths = "{'inputs': %d, 'targets': %d}" % (task.length, task.length)
+    data_gin = "experiments/_encoder_classifier.gin"
   else:
-    out.append("--gin_file=dataset.gin")
-    if task.model == "lm":
-      lengths = "{'targets': %d}" % task.length
-    else:
-      lengths = "{'inputs': %d, 'targets': %d}" % (task.length, task.length)
-  out.append("--gin_file=synthesizer/%s.gin" % variant)
-  params = ["%s = %d" % kv for kv in _TINY.items()] + [
-      "MIXTURE_NAME = '%s'" % task.mixture,
-      "utils.run.sequence_length = %s" % lengths,
-      "utils.run.batch_size = ('tokens_per_batch', %d)" % (
-          task.batch * task.length),
-      "utils.run.mesh_shape = ''", "utils.run.mesh_devices = ['']",
-      "SynthesizerAttention.max_length = %d" % task.length,
-      "utils.run.train_steps = %d" % task.steps,
-      "utils.run.save_checkpoints_steps = %d" % task.steps,
-  ] + list(task.params)
-  if task.model == "lm":
-    params.append("utils.run.model_type = 'lm'")
-  elif task.model == "bitransformer":
-    params.append("utils.run.model_type = 'bitransformer'")
-  return out + ["--gin_param=" + p for p in params]
+    data_gin = stock_cli.DATASET_GIN
+  params = list(task.params)
+  if task.model in ("lm", "bitransformer"):
+    params.append("utils.run.model_type = '%s'" % task.model)
+  return stock_cli.local_train(
+      model_dir, variant, task.steps, mixture=task.mixture,
+      length=task.length, batch_size=task.batch, dims=_TINY,
+      lengths={"targets": task.length} if task.model == "lm" else None,
+      base_gin_files=("models/t5.1.1.small.gin", data_gin),
+      gin_params=params)
 
 
-def eval_flags(task: Task) -> List[str]:
-  """The evaluation's extra arguments: perplexity or decode-and-score."""
-  common = ["--gin_param=utils.run.dataset_split = 'validation'"]
+def eval_command(task: Task, train: stock_cli.Command) -> stock_cli.Command:
+  """The evaluation: perplexity or decode-and-score."""
   if task.metric == "loss":
-    return ["--gin_file=perplexity_eval.gin",
-            "--gin_param=eval_checkpoint_step = -1",
-            "--gin_param=utils.run.perplexity_eval_steps = 10"] + common
-  return ["--gin_file=eval.gin",
-          "--gin_param=eval_checkpoint_step = %d" % task.steps] + common
+    return stock_cli.perplexity_eval(train, eval_steps=10)
+  return stock_cli.decode_eval(train, task.steps)
 
 
 def read_metric(task: Task, model_dir: str) -> Optional[float]:
   """The task's validation metric from the evaluation's event files."""
   if task.metric == "loss":
-    folders = [d for d in sorted(os.listdir(model_dir))
-               if d.startswith("eval_%s_validation" % task.mixture)]
-    tag = "neg_log_perplexity"
-  else:
-    folders = ["validation_eval"]
-    tag = "eval/%s/accuracy" % task.mixture
-  for folder in folders[::-1]:
-    path = os.path.join(model_dir, folder)
-    if os.path.isdir(path):
-      values = demo.read_scalars(path).get(tag, [])
-      if values:
-        value = max(values)[2]  # the last step
-        return -value if task.metric == "loss" else value
-  return None
+    value = stock_cli.last_value(stock_cli.eval_scalars(
+        model_dir, "eval_%s_validation" % task.mixture), "neg_log_perplexity")
+    return -value if value is not None else None
+  return stock_cli.last_value(
+      stock_cli.eval_scalars(model_dir, "validation_eval"),
+      "eval/%s/accuracy" % task.mixture)
 
 
 def run_one(task: Task, variant: str, root: str) -> Dict:
   """Trains and evaluates one variant on one task."""
   model_dir = os.path.join(root, task.name, variant)
   os.makedirs(model_dir, exist_ok=True)
-  base = [demo.CLI] + flags(task, variant, model_dir)
+  train = train_command(task, variant, model_dir)
   label = "%s/%s" % (task.name, variant)
   env_vocab = os.environ.get("MTF_SYNTH_VOCAB")
-  status = demo.run_streaming(
-      base, os.path.join(model_dir, "train.log"),
-      demo.Progress(label + " train", task.steps))
-  if status == 0:
-    status = demo.run_streaming(
-        base + eval_flags(task), os.path.join(model_dir, "eval.log"),
-        demo.Progress(label + " eval", task.steps))
-  train = demo.read_scalars(model_dir) if status == 0 else {}
-  rates = [v for s, _, v in train.get("global_step/sec", []) if s > 1]
+  result = stock_cli.run_with_progress(
+      train, os.path.join(model_dir, "train.log"), label + " train",
+      task.steps)
+  trained = result
+  if result.returncode == 0:
+    result = stock_cli.run_with_progress(
+        eval_command(task, train), os.path.join(model_dir, "eval.log"),
+        label + " eval", task.steps)
+  status = result.returncode
   return {
       "task": task.name, "variant": variant, "status": status,
       "metric": read_metric(task, model_dir) if status == 0 else None,
-      "steps_per_sec": statistics.median(rates) if rates else None,
-      "parameters": demo.count_parameters(model_dir) if status == 0 else None,
+      "steps_per_sec": (stock_cli.steps_per_sec(trained.scalars)
+                        if status == 0 else None),
+      "parameters": (stock_cli.count_parameters(model_dir)
+                     if status == 0 else None),
       "vocabulary": env_vocab or "task default",
   }
 
 
 def format_table(results: Dict[str, Dict], tasks: Sequence[Task],
-                 variants: Sequence[str]) -> str:
+                 names: Sequence[str]) -> str:
   """Markdown: one row per variant, metric and steps/s per task."""
   head = ["variant"]
   for t in tasks:
@@ -188,8 +155,8 @@ def format_table(results: Dict[str, Dict], tasks: Sequence[Task],
     head += ["%s %s" % (t.name, unit), "%s steps/s" % t.name]
   lines = ["| " + " | ".join(head) + " |",
            "|" + "---|" + "---:|" * (len(head) - 1)]
-  for v in variants:
-    row = ["%s (%s)" % (LABELS[v], v)]
+  for v in names:
+    row = ["%s (%s)" % (variants.get(v).label, v)]
     for t in tasks:
       r = results.get("%s/%s" % (t.name, v))
       if not r or r["metric"] is None:
@@ -205,15 +172,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--output_dir", default="runs/reproduce")
   parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
-  parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument("--variants", default=",".join(variants.NAMES))
   parser.add_argument("--restart", action="store_true",
                       help="forget finished runs and start over")
   args = parser.parse_args(argv)
   tasks = [TASKS[t] for t in args.tasks.split(",")]
-  variants = args.variants.split(",")
-  unknown = [v for v in variants if v not in VARIANTS]
+  names = args.variants.split(",")
+  unknown = [v for v in names if v not in variants.NAMES]
   if unknown:
-    parser.error("unknown variants %s; choose from %s" % (unknown, VARIANTS))
+    parser.error("unknown variants %s; choose from %s" % (unknown,
+                                                          variants.NAMES))
   os.makedirs(args.output_dir, exist_ok=True)
   results_path = os.path.join(args.output_dir, "results.json")
   results = {}
@@ -221,10 +189,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with open(results_path) as f:
       results = json.load(f)
   start = time.time()
-  todo = [(t, v) for t in tasks for v in variants
+  todo = [(t, v) for t in tasks for v in names
           if results.get("%s/%s" % (t.name, v), {}).get("status") != 0]
   print("%d runs to do, %d already done" % (
-      len(todo), len(tasks) * len(variants) - len(todo)), flush=True)
+      len(todo), len(tasks) * len(names) - len(todo)), flush=True)
   for i, (task, variant) in enumerate(todo):
     print("[%d/%d, %.0f min] %s %s" % (i + 1, len(todo),
                                        (time.time() - start) / 60, task.name,
@@ -233,7 +201,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         task, variant, args.output_dir)
     with open(results_path, "w") as f:
       json.dump(results, f, indent=1)
-  table = format_table(results, tasks, variants)
+  table = format_table(results, tasks, names)
   with open(os.path.join(args.output_dir, "results.md"), "w") as f:
     f.write(table + "\n")
   print(table)

@@ -1,0 +1,425 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The paper's experiments as Cloud TPU commands (tools/tpu_job.py,
+tools/paper_commands.py).
+
+Each experiment is a gin file in gin/experiments/ (task, lengths, steps,
+learning rate, model type), used after the T5 model file of the chosen size
+and before the variant file. A `Job` composes the `t5_mesh_transformer`
+commands (`stock_cli.tpu`) of its stages:
+
+  pretrain  train from scratch on the experiment's training mixture (C4 span
+            corruption for c4_glue_superglue; the task itself otherwise).
+  finetune  (c4_glue_superglue only) continue from the pretrained checkpoint
+            on GLUE + SuperGLUE.
+  eval      perplexity of the pretrained model on its validation split;
+            decode-and-score of the finetuned (or trained) model.
+
+How finetuning is run. t5 0.9.4's `--mode=finetune` (the Model API) is not
+usable: `mesh_transformer_main.py` calls `MtfModel.finetune(steps=...)`, whose
+signature is `finetune(finetune_steps, ..., pretrained_checkpoint_step)`, and
+`MtfModel.finetune` re-parses the pretrained operative config, which binds the
+layer stacks explicitly and so undoes the variant's layer swap. We use the
+gin route of T5's README instead (no --mode): the new model directory is
+trained with `utils.run.init_checkpoint` pointing at the pretrained
+checkpoint, after these gin files, in this order:
+  <pretrain model_dir>/operative_config.gin, synthesizer/<variant>.gin
+  (again, AFTER the operative config, so the swap holds),
+  experiments/glue_super_glue_finetune.gin (mixture, lengths, constant
+  learning rate).
+`global_step` is restored from the checkpoint, so `utils.run.train_steps` is
+absolute: pretrain_steps + finetune_steps.
+"""
+
+import dataclasses
+import sys
+from typing import List, Optional, Sequence, Union
+
+from mtf_synthesizer import mesh_defaults
+from mtf_synthesizer import variants
+from mtf_synthesizer.tools_lib import stock_cli
+
+STAGES = ("pretrain", "finetune", "eval")
+
+# T5 model gin files, per T5 version. T5 1.1 names its 3B and 11B "xl" and
+# "xxl". The paper (2020) uses T5 1.0.
+MODEL_GIN = {
+    "1.0": {s: "models/t5.1.0.%s.gin" % s for s in mesh_defaults.MODEL_SIZES},
+    "1.1": {"small": "models/t5.1.1.small.gin",
+            "base": "models/t5.1.1.base.gin",
+            "large": "models/t5.1.1.large.gin",
+            "3B": "models/t5.1.1.xl.gin",
+            "11B": "models/t5.1.1.xxl.gin"},
+}
+
+# (num_heads, d_ff) of each model gin, to check them against the mesh.
+MODEL_DIMS = {
+    "1.0": {"small": (8, 2048), "base": (12, 3072), "large": (16, 4096),
+            "3B": (32, 16384), "11B": (128, 65536)},
+    "1.1": {"small": (6, 1024), "base": (12, 2048), "large": (16, 2816),
+            "3B": (32, 5120), "11B": (64, 10240)},
+}
+# T5's SentencePiece vocabulary (32100 ids) padded by mesh's vocab_divisor
+# (128).
+VOCAB_SIZE = 32128
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+  """One experiment of the paper.
+
+  The gin files in `gin/experiments/` hold the settings (task,
+  lengths, steps, learning rate, model type); the fields below repeat what
+  the tool needs to compose and check commands without parsing gin, and
+  tests/test_experiments.py checks that both agree.
+
+  Attributes:
+    gin_file: the experiment file of the first (training) stage.
+    train_mixture: mixture or task of that stage.
+    train_lengths: its sequence lengths (inputs, targets); inputs None for a
+      language model.
+    train_steps: its step count.
+    model_type: `utils.run.model_type`: "bitransformer", "lm" or "aligned"
+      (the encoder-only classifier).
+    finetune_gin_file: the experiment file of the finetune stage (None: no
+      finetuning).
+    finetune_mixture: mixture of the finetune stage.
+    finetune_lengths: its sequence lengths.
+    eval_split: the split evaluated ("test" where the data set has no
+      validation split).
+    paper: where the paper reports it.
+  """
+  gin_file: str
+  train_mixture: str
+  train_lengths: tuple
+  train_steps: int = 262144
+  model_type: str = "bitransformer"
+  finetune_gin_file: Optional[str] = None
+  finetune_mixture: Optional[str] = None
+  finetune_lengths: tuple = (512, 128)
+  eval_split: str = "validation"
+  paper: str = ""
+
+
+# Mixture and task names as `t5_tasks` registers them.
+EXPERIMENTS = {
+    "c4_glue_superglue": Experiment(
+        "experiments/c4_span_corruption.gin", "synth_c4_span_corruption",
+        (512, 114), 524288,
+        finetune_gin_file="experiments/glue_super_glue_finetune.gin",
+        finetune_mixture="synth_glue_super_glue_proportional",
+        paper="Tables 4-6: C4 span corruption, then GLUE + SuperGLUE "
+        "co-trained"),
+    "wmt_ende": Experiment("experiments/wmt14_ende.gin", "synth_wmt14_ende",
+                           (256, 256), paper="Table 2: WMT'14 En-De"),
+    "wmt_enfr": Experiment("experiments/wmt14_enfr.gin", "synth_wmt14_enfr",
+                           (256, 256), paper="Table 2: WMT'14 En-Fr"),
+    "lm1b": Experiment("experiments/lm1b.gin", "synth_lm1b", (None, 256),
+                       model_type="lm", eval_split="test",
+                       paper="Table 2: LM1B, decoder-only language model"),
+    "cnn_dm": Experiment("experiments/cnn_dailymail.gin",
+                         "synth_cnn_dailymail", (512, 128),
+                         paper="Table 3: CNN/Dailymail summarization"),
+    "personachat": Experiment("experiments/personachat.gin",
+                              "synth_personachat", (512, 128),
+                              paper="Table 3: PersonaChat dialogue"),
+    "ag_news": Experiment("experiments/ag_news.gin", "synth_ag_news",
+                          (512, 512), 65536, model_type="aligned",
+                          eval_split="test",
+                          paper="Table 7: AG News classification, "
+                          "encoder only"),
+    "imdb": Experiment("experiments/imdb.gin", "synth_imdb", (512, 512),
+                       65536, model_type="aligned", eval_split="test",
+                       paper="Table 7: IMDb sentiment classification, "
+                       "encoder only"),
+}
+
+
+def _names(*labels: str) -> tuple:
+  return tuple(variants.get(label).name for label in labels)
+
+
+# The variants each table of the paper reports, by the paper's labels.
+TABLE_VARIANTS = {
+    "Table 2-3": variants.NAMES,
+    "Table 4": _names("V", "R", "R+V", "D+V"),
+    "Tables 5-6": _names("V", "R", "D", "R+V", "D+V"),
+    "Table 7": _names("V", "FR"),
+}
+# The experiments behind each table.
+TABLE_EXPERIMENTS = {
+    "Table 2-3": ("wmt_ende", "wmt_enfr", "lm1b", "cnn_dm", "personachat"),
+    "Table 4": ("c4_glue_superglue",),
+    "Tables 5-6": ("c4_glue_superglue",),
+    "Table 7": ("ag_news", "imdb"),
+}
+# Table 4 is the pretraining stage of the C4 + GLUE/SuperGLUE job.
+_TABLE_STAGES = {"Table 4": "pretrain"}
+
+DEFAULT_FINETUNE_STEPS = 262144  # 2**18, T5's finetuning length.
+TOKENS_PER_BATCH = 65536  # T5: 128 sequences of 512 tokens.
+TPU_SOFTWARE = "tpu-vm-tf-2.15.1-%sse"  # TPUEstimator needs stream executor.
+
+
+def accelerator_type(tpu_topology: str, tpu_version: str = "v3") -> str:
+  """The gcloud accelerator type of a topology.
+
+  Args:
+    tpu_topology: "v3-8" (returned as it is) or a chip grid ("2x2").
+    tpu_version: the TPU generation of a chip grid.
+
+  Returns:
+    e.g. "v3-8".
+  """
+  if tpu_topology.startswith("v"):
+    return tpu_topology
+  return "%s-%d" % (tpu_version, mesh_defaults.num_cores(tpu_topology))
+
+
+def _q(value: str) -> str:
+  """Quotes a gin string value."""
+  return "'%s'" % value
+
+
+def _lengths(lengths: tuple) -> str:
+  inputs, targets = lengths
+  value = {"targets": targets} if inputs is None else {
+      "inputs": inputs, "targets": targets}
+  return "utils.run.sequence_length = %r" % (value,)
+
+
+@dataclasses.dataclass
+class Job:
+  """The settings of one run of tools/tpu_job.py (see its flags)."""
+  tpu: str
+  zone: str
+  gcp_project: str
+  bucket: str
+  tpu_topology: str
+  variant: str
+  model_size: str
+  experiment: str = "c4_glue_superglue"
+  t5_version: str = "1.0"
+  model_parallelism: Optional[int] = None
+  pretrain_steps: Optional[int] = None
+  finetune_steps: int = DEFAULT_FINETUNE_STEPS
+  tpu_version: str = "v3"
+  extra_gin_params: Sequence[str] = ()
+
+  def __post_init__(self):
+    if not self.bucket.startswith("gs://"):
+      raise ValueError("--bucket must be a gs:// path, got %r" % self.bucket)
+    self.bucket = self.bucket.rstrip("/")
+    if self.variant not in variants.NAMES:
+      raise ValueError("Unknown variant %r; one of %s" %
+                       (self.variant, ", ".join(variants.NAMES)))
+    if self.experiment not in EXPERIMENTS:
+      raise ValueError("Unknown experiment %r; one of %s" %
+                       (self.experiment, ", ".join(EXPERIMENTS)))
+    cores = mesh_defaults.num_cores(self.tpu_topology)
+    if self.model_parallelism is None:
+      self.model_parallelism = mesh_defaults.model_parallelism(
+          self.model_size, cores)
+    if self.pretrain_steps is None:
+      self.pretrain_steps = EXPERIMENTS[self.experiment].train_steps
+    self.check_mesh()
+
+  @property
+  def exp(self) -> Experiment:
+    return EXPERIMENTS[self.experiment]
+
+  @property
+  def root_dir(self) -> str:
+    return "%s/synthesizer/%s/%s/%s" % (self.bucket, self.experiment,
+                                        self.model_size, self.variant)
+
+  @property
+  def pretrain_dir(self) -> str:
+    return self.root_dir + "/pretrain"
+
+  @property
+  def finetune_dir(self) -> str:
+    return "%s/finetune/%s" % (self.root_dir, self.exp.finetune_mixture)
+
+  @property
+  def mesh_shape(self) -> str:
+    return mesh_defaults.mesh_shape(self.tpu_topology, self.model_parallelism)
+
+  def check_mesh(self) -> None:
+    """Fails early when the model does not split over the mesh."""
+    heads, d_ff = MODEL_DIMS[self.t5_version][self.model_size]
+    lengths = [self.exp.train_lengths, self.exp.finetune_lengths]
+    batch = min(TOKENS_PER_BATCH // max(n for n in l if n) for l in lengths)
+    mesh_defaults.check_divisible(
+        {"heads": heads, "d_ff": d_ff, "vocab": VOCAB_SIZE,
+         "batch": batch},
+        self.mesh_shape, mesh_defaults.layout_rules())
+
+  def _command(self, model_dir: str, gin_files: Sequence[str],
+               gin_params: Sequence[str]) -> stock_cli.Command:
+    mesh = [
+        "utils.tpu_mesh_shape.tpu_topology = %s" % _q(self.tpu_topology),
+        "utils.tpu_mesh_shape.model_parallelism = %d" %
+        self.model_parallelism,
+        "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
+    ]
+    return stock_cli.tpu(
+        model_dir, tpu_name=self.tpu, gcp_project=self.gcp_project,
+        zone=self.zone, tfds_data_dir=self.bucket + "/tensorflow_datasets",
+        gin_files=gin_files,
+        gin_params=list(gin_params) + mesh + list(self.extra_gin_params))
+
+  def variant_gin(self) -> str:
+    return variants.get(self.variant).gin_file
+
+  def model_gin(self) -> str:
+    return MODEL_GIN[self.t5_version][self.model_size]
+
+  def pretrain(self) -> stock_cli.Command:
+    """Trains from scratch: model size, experiment file, variant file."""
+    return self._command(
+        self.pretrain_dir,
+        [self.model_gin(), self.exp.gin_file, self.variant_gin()],
+        ["utils.run.train_steps = %d" % self.pretrain_steps])
+
+  def finetune(self) -> stock_cli.Command:
+    """Continues from the last pretrained checkpoint (see module doc)."""
+    return self._command(
+        self.finetune_dir,
+        # The variant after the operative config, which binds the stacks.
+        ["%s/operative_config.gin" % self.pretrain_dir, self.variant_gin(),
+         self.exp.finetune_gin_file],
+        ["utils.run.init_checkpoint = %s" %
+         _q("%s/model.ckpt-%d" % (self.pretrain_dir, self.pretrain_steps)),
+         # Absolute: the pretrained global_step is restored.
+         "utils.run.train_steps = %d" %
+         (self.pretrain_steps + self.finetune_steps)])
+
+  def _eval(self, model_dir: str, mixture: str, gin_file: str,
+            lengths: tuple) -> stock_cli.Command:
+    return self._command(
+        model_dir,
+        ["%s/operative_config.gin" % model_dir, self.variant_gin(), gin_file],
+        ["MIXTURE_NAME = %s" % _q(mixture),
+         "utils.run.dataset_split = %s" % _q(self.exp.eval_split),
+         "eval_checkpoint_step = 'all'", _lengths(lengths)])
+
+  def evals(self) -> List[stock_cli.Command]:
+    """Perplexity of the pretrained model; decodes of the finetuned one."""
+    exp = self.exp
+    if exp.finetune_mixture is None:
+      gin_file = ("perplexity_eval.gin" if exp.model_type == "lm"
+                  else "eval.gin")
+      return [self._eval(self.pretrain_dir, exp.train_mixture, gin_file,
+                         exp.train_lengths)]
+    return [
+        self._eval(self.pretrain_dir, exp.train_mixture,
+                   "perplexity_eval.gin", exp.train_lengths),
+        self._eval(self.finetune_dir, exp.finetune_mixture, "eval.gin",
+                   exp.finetune_lengths)]
+
+  def commands(self, stage: str) -> List[stock_cli.Command]:
+    """The t5_mesh_transformer commands of a stage ("all": every stage).
+
+    Args:
+      stage: one of STAGES, or "all".
+
+    Returns:
+      The Commands, in the order they run.
+    """
+    if stage == "all":
+      return [c for s in STAGES for c in self.commands(s)]
+    if stage == "pretrain":
+      return [self.pretrain()]
+    if stage == "finetune":
+      return [self.finetune()] if self.exp.finetune_mixture else []
+    if stage == "eval":
+      return self.evals()
+    raise ValueError("Unknown stage %r" % stage)
+
+  def create_tpu_command(self) -> List[str]:
+    accel = accelerator_type(self.tpu_topology, self.tpu_version)
+    multi_host = mesh_defaults.num_cores(self.tpu_topology) > 8
+    return ["gcloud", "compute", "tpus", "tpu-vm", "create", self.tpu,
+            "--zone=%s" % self.zone, "--project=%s" % self.gcp_project,
+            "--accelerator-type=%s" % accel,
+            "--version=%s" % (TPU_SOFTWARE % ("pod-" if multi_host else ""))]
+
+  def tensorboard_command(self) -> List[str]:
+    return ["tensorboard", "--logdir=%s" % self.root_dir]
+
+  def dry_run_text(self, stage: str) -> str:
+    """What a dry run prints: the TPU, TensorBoard and stage commands.
+
+    Args:
+      stage: one of STAGES, or "all".
+
+    Returns:
+      Shell text with a comment before each command.
+    """
+    commands = self.commands(stage)
+    lines = ["# experiment %s (%s); variant %s; T5 %s %s; mesh %s" %
+             (self.experiment, self.exp.paper, self.variant, self.t5_version,
+              self.model_size, self.mesh_shape),
+             "# create the TPU:",
+             stock_cli.format_command(self.create_tpu_command()),
+             "# watch training:",
+             stock_cli.format_command(self.tensorboard_command())]
+    for i, command in enumerate(commands):
+      lines.append("# step %d of %d" % (i + 1, len(commands)))
+      lines.append(stock_cli.format_command(command))
+    return "\n".join(lines)
+
+
+def run_commands(
+    commands: Sequence[Union[stock_cli.Command, Sequence[str]]]) -> int:
+  """Runs each command, streaming its output; stops at the first failure.
+
+  Args:
+    commands: Commands or argv lists.
+
+  Returns:
+    0, or the exit status of the command that failed.
+  """
+  def echo(line):
+    sys.stdout.write(line)
+    sys.stdout.flush()
+
+  for command in commands:
+    print("+ " + stock_cli.format_command(command), flush=True)
+    status = stock_cli.run(command, on_line=echo).returncode
+    if status:
+      print("tpu_job: command failed with status %d; stopping." % status,
+            file=sys.stderr)
+      return status
+  return 0
+
+
+def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
+                   model_size: str = "base",
+                   tpu_topology: str = "2x2") -> List[str]:
+  """The commands of one table, as shell text with a comment per job.
+
+  The TPU, zone, project and bucket are the shell variables ${TPU}, ${ZONE},
+  ${PROJECT} and ${BUCKET}.
+
+  Args:
+    table: a key of TABLE_EXPERIMENTS.
+    variant_names: variant names (default: those the table reports).
+    model_size: T5 model size (the paper: base).
+    tpu_topology: TPU topology (the paper's Table 4: 2x2 TPU v3).
+
+  Returns:
+    Lines of shell text.
+  """
+  lines = []
+  for experiment in TABLE_EXPERIMENTS[table]:
+    for variant in variant_names or TABLE_VARIANTS[table]:
+      job = Job(tpu="${TPU}", zone="${ZONE}", gcp_project="${PROJECT}",
+                bucket="gs://${BUCKET}", tpu_topology=tpu_topology,
+                variant=variant, model_size=model_size, experiment=experiment)
+      lines.append("# %s, variant %s" % (job.exp.paper, variant))
+      for command in job.commands(_TABLE_STAGES.get(table, "all")):
+        # The placeholders are for the shell to expand (in double quotes).
+        lines.append(stock_cli.format_command(command).replace("\\${", "${"))
+  return lines
