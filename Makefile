@@ -7,7 +7,7 @@ STAMP := $(VENV)/.pinned
 DEMO_DIR ?= runs/demo
 PYTEST_ARGS ?=
 
-.PHONY: demo test install check-python clean
+.PHONY: demo test test-fast install check-python clean
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
@@ -36,6 +36,11 @@ install: $(STAMP)
 
 test: install
 	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) .
+
+# The tests that neither run the stock CLI nor build many models (a few
+# minutes): `pytest -m "not slow"`.
+test-fast: install
+	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" $(PYTEST_ARGS) .
 
 demo: install
 	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)

@@ -46,6 +46,14 @@ from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import stock_cli
 from t5_tasks import vocabulary
 
+
+
+def pytest_configure(config):
+  config.addinivalue_line(
+      "markers", "slow: runs the stock CLI or builds many models (minutes "
+      "each); `make test-fast` leaves them out")
+
+
 VARIANTS = variants.NAMES
 T5_VANILLA = variants.MESH_ATTENTION.name  # no variant file
 TRAIN_STEPS = 2

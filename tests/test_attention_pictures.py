@@ -22,6 +22,9 @@ import tensorflow.compat.v1 as tf
 import conftest
 from mtf_synthesizer.tools_lib import pictures as ap
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 N, H, K, D = 16, 3, 4, 8
 SCOPE = "%s/block_%03d/layer_000/SynthesizerAttention"
 CONFIG = """

@@ -11,7 +11,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from mtf_synthesizer.tools_lib import benchmarking
+
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                       "tools", "benchmark.py")

@@ -22,6 +22,9 @@ from mtf_synthesizer import cli_checks
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import stock_cli
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 SEQ = 64
 STEPS = 4
 INPUTS = ["The \"assert\" statement is a convenient way to insert",

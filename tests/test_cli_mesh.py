@@ -15,6 +15,9 @@ import pytest
 from mtf_synthesizer import cpu_devices
 from mtf_synthesizer.tools_lib import mesh_check
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 
 def test_random_vanilla_same_loss_on_model2_batch2_as_one_device(tmp_path):
   losses = mesh_check.check_variant("random_vanilla", str(tmp_path))

@@ -18,6 +18,9 @@ from mtf_synthesizer.tools_lib import tpu_jobs
 import t5.models
 import t5_tasks  # pylint: disable=unused-import
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 for _module in (mesh_tensorflow.transformer, t5.models):
   gin.add_config_file_search_path(
       os.path.join(os.path.dirname(_module.__file__), "gin"))

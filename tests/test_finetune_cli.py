@@ -16,6 +16,9 @@ import tensorflow.compat.v1 as tf
 import conftest
 from mtf_synthesizer.tools_lib import stock_cli
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 STEPS = conftest.TRAIN_STEPS
 ATTN = "encoder/block_000/layer_000/"
 BYTES = {"MTF_SYNTH_VOCAB": "byte"}

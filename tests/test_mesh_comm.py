@@ -31,6 +31,9 @@ from mtf_synthesizer import synthesizers
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import comm_audit as audit_lib
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 VARIANTS = variants.NAMES
 MESHES = audit_lib.MESHES
 # Packed examples (the synthesizers gather their tables per example) on the

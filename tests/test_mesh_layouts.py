@@ -31,6 +31,9 @@ from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tiny_model
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 
 NUM_DEVICES = 4
 LAYOUT = mesh_defaults.layout_rules()

@@ -24,6 +24,9 @@ import tensorflow.compat.v1 as tf
 import conftest
 from mtf_synthesizer import layer as layer_lib
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 LENGTH = 32  # <= the trained models' max_length (conftest.LENGTH)
 # (inputs length, targets length) of the examples; two per packed row.
 EXAMPLES = [(9, 5), (14, 8), (12, 6), (16, 9)]

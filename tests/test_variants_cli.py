@@ -15,6 +15,9 @@ import tensorflow.compat.v1 as tf
 import conftest
 import mtf_synthesizer
 
+# Runs the stock CLI or builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 N = conftest.LENGTH  # SynthesizerAttention.max_length = sequence length
 H, D_KV, D_MODEL = 2, 64, 32   # models/t5.1.1.tiny.gin
 K = 8            # FactorizedRandom default rank (paper)
