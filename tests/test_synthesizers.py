@@ -15,23 +15,22 @@ from mtf_synthesizer import reference as ref
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8
 BATCH, LENGTH = 2, 6
 
+# Every synthesizing function, with its defaults unless listed here (a
+# small rank k, so that FR's factors are not square).
+_ARGS = {"factorized_random": {"k": 3}}
 FUNCTIONS = {
-    "random": lambda: ms.Random(),
-    "fixed_random": lambda: ms.FixedRandom(),
-    "factorized_random": lambda: ms.FactorizedRandom(k=3),
-    "dense": lambda: ms.Dense(),
-    "factorized_dense": lambda: ms.FactorizedDense(),
-    "dot_product": lambda: ms.DotProduct(),
+    name: (lambda name=name: ms.synthesizers.BY_NAME[name](
+        **_ARGS.get(name, {})))
+    for name in ms.synthesizers.BY_NAME
 }
 
-CASES = [
-    (("random",), False), (("fixed_random",), True),
-    (("factorized_random",), False), (("dense",), True),
-    (("factorized_dense",), False), (("dot_product",), True),
-    (("random", "dot_product"), True), (("dense", "dot_product"), False),
-    (("random", "dense"), True), (("factorized_random", "dot_product"), False),
-    (("random", "factorized_dense", "dot_product"), True),
-]
+# The compositions checked against the reference: every variant of the
+# table (alternately causal), every function alone, and a three-way mixture.
+_KINDS = list(dict.fromkeys(
+    [v.components for v in ms.variants.VARIANTS] +
+    [(name,) for name in sorted(FUNCTIONS)] +
+    [("random", "factorized_dense", "dot_product")]))
+CASES = [(kinds, i % 2 == 1) for i, kinds in enumerate(_KINDS)]
 
 
 def _x(seed=0, length=LENGTH):
