@@ -32,11 +32,14 @@ class Variant:
     components: the synthesizing functions, as `synthesizers.BY_NAME` keys,
       in the gin file's order; empty for mesh's own attention.
     equation: the paper's equation numbers ("" for the dot product).
+    in_paper: one of the paper's variants; the README's variant table lists
+      exactly these (a test checks it). Extensions set False.
   """
   name: str
   label: str
   components: Tuple[str, ...]
   equation: str = ""
+  in_paper: bool = True
 
   @property
   def gin_file(self) -> Optional[str]:
