@@ -12,13 +12,13 @@ checkpoints with it.
 Variables are passed by their name local to the attention layer's scope,
 e.g. "random/R", "q", "mixture/alpha_logits".
 
-Adding a synthesizing function: its logits in `synthesized_logits` and the
-variable that marks it in `MARKERS` (and `INPUT_INDEPENDENT` if its logits
-do not depend on the input).
+Adding a synthesizing function: its logits in `synthesized_logits`, its
+variables in `variable_shapes`, and the variable that marks it in `MARKERS`
+(and `INPUT_INDEPENDENT` if its logits do not depend on the input).
 """
 
 import math
-from typing import Callable, Dict, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -34,6 +34,49 @@ MARKERS = {
 # Functions whose logits are a table of positions (no input).
 INPUT_INDEPENDENT = ("random", "fixed_random", "factorized_random")
 MIXTURE_LOGITS = "mixture/alpha_logits"
+
+
+def variable_shapes(kind: str, d_model: int, num_heads: int, d_kv: int,
+                    max_length: int, k: int = 8,
+                    factors: Tuple[Optional[int], Optional[int]] = (None,
+                                                                   None)
+                    ) -> Dict[str, List[Optional[int]]]:
+  """Table 1: the variables a function adds to its layer, with their shapes.
+
+  In mesh's layouts: combined [d_model, heads * d_kv] kernels for F_Q and
+  F_K; per-head tables and projections otherwise (S_{h,l}: every parameter
+  is per head). The value and output projections belong to the layer.
+
+  Args:
+    kind: a synthesizing function's name.
+    d_model: the model width d.
+    num_heads: h.
+    d_kv: the per-head width (the hidden width of D and FD).
+    max_length: N.
+    k: FR's rank.
+    factors: FD's (a, b), a * b = N.
+
+  Returns:
+    Local variable name -> shape.
+  """
+  h, n = num_heads, max_length
+  a, b = factors
+  return {
+      "random": {"random/R": [h, n, n]},                        # eq. 4
+      "fixed_random": {"fixed_random/R": [h, n, n]},
+      "factorized_random": {"factorized_random/R1": [h, n, k],  # eq. 7
+                            "factorized_random/R2": [h, n, k]},
+      "dense": {"dense/w1": [d_model, h, d_kv], "dense/b1": [h, d_kv],
+                "dense/w2": [h, d_kv, n], "dense/b2": [h, n]},   # eq. 1-2
+      "factorized_dense": {                                     # eq. 5-6
+          "factorized_dense/w1": [d_model, h, d_kv],
+          "factorized_dense/b1": [h, d_kv],
+          "factorized_dense/wa": [h, d_kv, a],
+          "factorized_dense/ba": [h, a],
+          "factorized_dense/wb": [h, d_kv, b],
+          "factorized_dense/bb": [h, b]},
+      "dot_product": {"q": [d_model, h * d_kv], "k": [d_model, h * d_kv]},
+  }[kind]
 
 
 def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:

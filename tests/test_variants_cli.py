@@ -14,6 +14,8 @@ import tensorflow.compat.v1 as tf
 
 import conftest
 import mtf_synthesizer
+from mtf_synthesizer import reference as ref
+from mtf_synthesizer import variants
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -22,47 +24,24 @@ N = conftest.LENGTH  # SynthesizerAttention.max_length = sequence length
 H, D_KV, D_MODEL = 2, 64, 32   # models/t5.1.1.tiny.gin
 K = 8            # FactorizedRandom default rank (paper)
 
-_QKV = {"q": [D_MODEL, H * D_KV], "k": [D_MODEL, H * D_KV],
-        "v": [D_MODEL, H * D_KV]}
-_VALUE = {"kv": [D_MODEL, H * D_KV]}
-_PARTS = {
-    "R": {"random/R": [H, N, N]},
-    "Fix": {"fixed_random/R": [H, N, N]},
-    "FR": {"factorized_random/R1": [H, N, K],
-           "factorized_random/R2": [H, N, K]},
-    "D": {"dense/w1": [D_MODEL, H, D_KV], "dense/b1": [H, D_KV],
-          "dense/w2": [H, D_KV, N], "dense/b2": [H, N]},
-    "FD": {"factorized_dense/w1": [D_MODEL, H, D_KV],
-           "factorized_dense/b1": [H, D_KV],
-           "factorized_dense/wa": [H, D_KV, 8], "factorized_dense/ba": [H, 8],
-           "factorized_dense/wb": [H, D_KV, 8], "factorized_dense/bb": [H, 8]},
-    "V": _QKV,
-}
+_PROJECTION = [D_MODEL, H * D_KV]
 
 
-def _expected(*parts):
+def _expected(kinds):
+  """The layer's variables: Table 1's per function (from the reference),
+  the value projection (v beside q and k, else the shared kv), o and the
+  mixture's weights."""
   out = {"o": [H * D_KV, D_MODEL]}
-  for p in parts:
-    out.update(_PARTS[p])
-  if "V" not in parts:
-    out.update(_VALUE)
-  if len(parts) > 1:
-    out["mixture/alpha_logits"] = [len(parts), H]
+  for kind in kinds:
+    out.update(ref.variable_shapes(kind, D_MODEL, H, D_KV, N, k=K,
+                                   factors=(8, 8)))
+  out["v" if "dot_product" in kinds else "kv"] = _PROJECTION
+  if len(kinds) > 1:
+    out["mixture/alpha_logits"] = [len(kinds), H]
   return out
 
 
-VARIANTS = {
-    "vanilla": _expected("V"),
-    "random": _expected("R"),
-    "fixed_random": _expected("Fix"),
-    "factorized_random": _expected("FR"),
-    "dense": _expected("D"),
-    "factorized_dense": _expected("FD"),
-    "random_dense": _expected("R", "D"),
-    "dense_vanilla": _expected("D", "V"),
-    "random_vanilla": _expected("R", "V"),
-    "factorized_random_vanilla": _expected("FR", "V"),
-}
+VARIANTS = {v.name: _expected(v.components) for v in variants.VARIANTS}
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -89,7 +68,7 @@ def test_variant_trains_with_table_1_variables(trained_models, variant):
 
 def test_every_variant_gin_file_is_tested():
   gin_dir = os.path.join(mtf_synthesizer.GIN_DIR, "synthesizer")
-  variants = {f[:-4] for f in os.listdir(gin_dir)
-              if f.endswith(".gin") and not f.startswith(("_", "keep_",
-                                                          "init_"))}
-  assert variants == set(VARIANTS) == set(conftest.VARIANTS)
+  files = {f[:-4] for f in os.listdir(gin_dir)
+           if f.endswith(".gin") and not f.startswith(("_", "keep_",
+                                                       "init_"))}
+  assert files == set(VARIANTS) == set(conftest.VARIANTS)
