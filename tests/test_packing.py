@@ -120,3 +120,26 @@ def test_default_positions_packed_equal_each_segment_alone(name):
                                causal=True)
       np.testing.assert_allclose(run.output[e, cols], alone[0], rtol=2e-4,
                                  atol=2e-4, err_msg="%s row %d" % (name, e))
+
+
+@pytest.mark.parametrize("name", ["random", "factorized_dense",
+                                  "random+dot_product"])
+def test_default_positions_packed_same_on_a_mesh(name):
+  # Batch and heads split over 4 devices: the derived positions are computed
+  # per batch slice, and the tables' gradients are summed over the slices.
+  x = np.random.RandomState(1).randn(2, 8, D_MODEL).astype(np.float32)
+  first = layer_harness.run_layer(_layer(name), x)
+  rng = np.random.RandomState(5)
+  values = {k: rng.randn(*v.shape).astype(np.float32)
+            for k, v in first.variables.items()}
+  one = layer_harness.run_layer(_layer(name), x, causal=True,
+                                segment_ids=SEGMENTS, variable_values=values)
+  mesh = layer_harness.run_layer(
+      _layer(name), x, causal=True, segment_ids=SEGMENTS,
+      variable_values=values, mesh_shape="model:2,batch:2",
+      layout="heads:model,batch:batch", num_devices=4)
+  np.testing.assert_allclose(mesh.output, one.output, rtol=1e-5, atol=1e-5)
+  assert sorted(mesh.grads) == sorted(one.grads)
+  for key in one.grads:
+    np.testing.assert_allclose(mesh.grads[key], one.grads[key], rtol=1e-4,
+                               atol=1e-5, err_msg=key)
