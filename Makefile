@@ -37,8 +37,8 @@ install: $(STAMP)
 test: install
 	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) .
 
-# The tests that neither run the stock CLI nor build many models (a few
-# minutes): `pytest -m "not slow"`.
+# The test modules that neither run the stock CLI nor build many models (a
+# few minutes): `pytest -m "not slow"`.
 test-fast: install
 	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" $(PYTEST_ARGS) .
 

@@ -82,6 +82,10 @@ class _ThenRun(importlib.abc.Loader):
     self._loader.exec_module(module)
     self._after()
 
+  def __getattr__(self, name):
+    # get_data, get_source, get_resource_reader, ...: the real loader's.
+    return getattr(self._loader, name)
+
 
 def _run_cli_entry() -> None:
   importlib.import_module(_PACKAGE + ".cli_entry").run()

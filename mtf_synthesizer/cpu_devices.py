@@ -4,8 +4,9 @@
 
 The stock `t5_mesh_transformer` builds its estimator with no session config
 on CPU, and gin cannot give it one, so its session has one CPU device. With
-the environment variable `MTF_SYNTH_CPU_DEVICES=N` (N > 1), importing
-`mtf_synthesizer` (`--module_import=mtf_synthesizer`) makes the estimator's
+the environment variable `MTF_SYNTH_CPU_DEVICES=N` (N > 1), the stock CLI's
+`--module_import=mtf_synthesizer` (through `cli_entry.py`; importing the
+package elsewhere does not) makes the estimator's
 default session config ask for N CPU devices, with soft placement off so
 that an op placed on a missing device fails instead of moving silently.
 Then give mesh the devices:

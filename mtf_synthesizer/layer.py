@@ -212,12 +212,14 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
     if longest < self.max_length and (longest, self.max_length) not in _SAID:
       _SAID.add((longest, self.max_length))
       logging.warning(
-          "SynthesizerAttention.max_length is %d but sequences are %d long: "
-          "the position-indexed parameters (R, R1/R2, W2, ...) hold %d "
-          "positions and only the first %d are used. Set "
-          "SynthesizerAttention.max_length = %d to save memory, unless a "
-          "checkpoint or a later run needs the larger size.",
-          self.max_length, longest, self.max_length, longest, longest)
+          "SynthesizerAttention.max_length is %d but this layer's sequences "
+          "are %d long: its position-indexed parameters (R, R1/R2, W2, ...) "
+          "hold %d positions and only the first %d are used. If no stack of "
+          "the model (encoder inputs, decoder targets) and no checkpoint or "
+          "later run needs %d, set SynthesizerAttention.max_length to the "
+          "longest sequence length of the model to save memory.",
+          self.max_length, longest, self.max_length, longest,
+          self.max_length)
 
   def call(self, context, x, losses=None):
     """Calls the layer.

@@ -30,16 +30,14 @@ STEPS = 4
 INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "A class definition defines a class object."]
 _GIN_DIR = os.path.join(cli_checks.GIN_DIR, "synthesizer")
-# Here "vanilla" is T5's own attention (variants.MESH_ATTENTION).
-VARIANTS = ["vanilla"] + (
-    ["random"] if os.path.isfile(os.path.join(_GIN_DIR, "random.gin")) else [])
+# T5's own attention (no variant file) and the Random Synthesizer.
+VARIANTS = [variants.MESH_ATTENTION.name, "random"]
 _DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2}
 
 
-def command(model_dir, variant="vanilla", gin_files=(), gin_params=()):
+def command(model_dir, variant=variants.MESH_ATTENTION.name, gin_files=(),
+            gin_params=()):
   """A stock CLI command for the tiny model."""
-  if variant == "vanilla":
-    variant = variants.MESH_ATTENTION.name
   return stock_cli.local_train(model_dir, variant, STEPS, length=SEQ,
                                dims=_DIMS, gin_files=gin_files,
                                gin_params=gin_params)
@@ -103,7 +101,8 @@ def test_train_writes_a_checkpoint(runs, variant):
   embedding = [s for n, s in names.items() if n.startswith("shared/embedding")
                and "slot" not in n]
   assert embedding and 359 <= embedding[0][0] < 512
-  attention = "SelfAttention" if variant == "vanilla" else "SynthesizerAttention"
+  attention = ("SelfAttention" if variant == variants.MESH_ATTENTION.name
+               else "SynthesizerAttention")
   assert any("encoder/block_000/layer_000/%s/" % attention in n for n in names)
   if variant == "random":
     assert names["encoder/block_000/layer_000/SynthesizerAttention/random/R"

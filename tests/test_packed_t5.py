@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-import conftest
 from mtf_synthesizer import layer as layer_lib
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.

@@ -3,6 +3,8 @@
 """Code shared by the scripts in tools/ and by the tests.
 
 The scripts in tools/ parse their arguments and call into these modules; no
-script imports another. Importing this package is cheap and has no side
-effects: each module imports what it needs when it is imported itself.
+script imports another. Importing a module here imports `mtf_synthesizer`
+(TensorFlow, mesh, gin: a few seconds) and has no other side effect. The
+scripts import the installed package: run `make install` after an edit, or
+put the working tree first with `PYTHONPATH=.`.
 """

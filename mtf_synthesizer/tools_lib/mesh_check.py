@@ -27,11 +27,12 @@ import os
 import re
 from typing import Dict, Optional
 
+from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer.tools_lib import stock_cli
 
 MESH_SHAPE = "model:2,batch:2"
 NUM_DEVICES = 4
-LAYOUT = "heads:model,batch:batch,d_ff:model,vocab:model"
+LAYOUT = mesh_defaults.LAYOUT_RULES
 LENGTH = 32
 _LOSS = re.compile(
     r"Loss for final step: ([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?|nan|inf)")
