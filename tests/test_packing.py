@@ -99,15 +99,23 @@ def _layer(name):
       num_heads=HEADS, key_value_size=DK)
 
 
+def _input_and_values(name, x_seed, values_seed):
+  """An input [2, 8, d_model] and N(0, 1) values for every variable.
+
+  Large random tables, so that reading the wrong rows shows.
+  """
+  x = np.random.RandomState(x_seed).randn(2, 8, D_MODEL).astype(np.float32)
+  first = layer_harness.run_layer(_layer(name), x)
+  rng = np.random.RandomState(values_seed)
+  values = {k: rng.randn(*v.shape).astype(np.float32)
+            for k, v in first.variables.items()}
+  return x, values
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_default_positions_packed_equal_each_segment_alone(name):
   kinds = name.split("+")
-  x = np.random.RandomState(0).randn(2, 8, D_MODEL).astype(np.float32)
-  first = layer_harness.run_layer(_layer(name), x)
-  rng = np.random.RandomState(4)
-  # Large random tables, so that reading the wrong rows shows.
-  values = {k: rng.randn(*v.shape).astype(np.float32)
-            for k, v in first.variables.items()}
+  x, values = _input_and_values(name, 0, 4)
   # Default positions (mesh's range) with packed segment ids.
   run = layer_harness.run_layer(_layer(name), x, causal=True,
                                 segment_ids=SEGMENTS, variable_values=values)
@@ -127,11 +135,7 @@ def test_default_positions_packed_equal_each_segment_alone(name):
 def test_default_positions_packed_same_on_a_mesh(name):
   # Batch and heads split over 4 devices: the derived positions are computed
   # per batch slice, and the tables' gradients are summed over the slices.
-  x = np.random.RandomState(1).randn(2, 8, D_MODEL).astype(np.float32)
-  first = layer_harness.run_layer(_layer(name), x)
-  rng = np.random.RandomState(5)
-  values = {k: rng.randn(*v.shape).astype(np.float32)
-            for k, v in first.variables.items()}
+  x, values = _input_and_values(name, 1, 5)
   one = layer_harness.run_layer(_layer(name), x, causal=True,
                                 segment_ids=SEGMENTS, variable_values=values)
   mesh = layer_harness.run_layer(
