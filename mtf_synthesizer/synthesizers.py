@@ -38,6 +38,8 @@ import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import summaries
+
 # Names of the max_length-sized dimensions of the position-indexed tables.
 QUERY_POSITIONS = "synth_query_positions"
 MEMORY_POSITIONS = "synth_memory_positions"
@@ -695,13 +697,13 @@ class Mixture(SynthesizingFunction):
       alpha = mtf.softmax(mtf.cast(w, tf.float32), components_dim)
       if inputs.write_summaries:
         # alpha_i averaged over heads, per layer: where the layer puts its
-        # weight (TensorBoard, scalars "<layer>/mixture/alpha_<function>").
-        # mesh writes them with `tpu_estimator_model_fn.tpu_summaries = True`.
-        # (mesh prefixes the name with the current scope).
+        # weight (TensorBoard, scalars "<layer>/mixture/alpha_<function>"),
+        # on CPU and GPU always, on TPU with
+        # `tpu_estimator_model_fn.tpu_summaries = True` (summaries.py).
         for i, component in enumerate(self.components):
           alpha_i = mtf.slice(alpha, i, 1, components_dim.name)
-          mtf.scalar_summary("alpha_" + component.name,
-                             mtf.reduce_mean(alpha_i))
+          summaries.scalar_summary("alpha_" + component.name,
+                                   mtf.reduce_mean(alpha_i))
     return alpha
 
   def __call__(self, inputs: SynthesisInputs,
