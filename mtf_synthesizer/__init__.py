@@ -7,6 +7,10 @@ package's gin folder to gin's search path, so `--gin_file=synthesizer/...`
 resolves. Nothing else happens at import: the stock CLI's early flag checks
 and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
 (`_mtf_synthesizer_hooks.py`), only in the stock CLI (see `cli_entry.py`).
+
+`mtf_synthesizer.MtfModel` is T5's Python API with a variant
+(`mtf_model.py`); it is imported on first use, so that importing the layers
+does not import `t5.models`.
 """
 
 import _mtf_synthesizer_hooks  # pylint: disable=unused-import
@@ -31,3 +35,10 @@ from mtf_synthesizer.synthesizers import FactorizedRandom
 from mtf_synthesizer.synthesizers import FixedRandom
 from mtf_synthesizer.synthesizers import Mixture
 from mtf_synthesizer.synthesizers import Random
+
+
+def __getattr__(name):
+  if name == "MtfModel":
+    from mtf_synthesizer.mtf_model import MtfModel  # pylint: disable=redefined-outer-name
+    return MtfModel
+  raise AttributeError("module 'mtf_synthesizer' has no attribute %r" % name)
