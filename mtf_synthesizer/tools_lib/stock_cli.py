@@ -305,6 +305,40 @@ def score(train: Command, inputs_file: str, targets_file: str,
       "utils.run.eval_checkpoint_step = %d" % checkpoint_step])
 
 
+def export_predict(model_dir: str, export_dir: str, *,
+                   mixture: str = SPAN_CORRUPTION, length: int = 64,
+                   batch_size: int = 1, checkpoint_step: int = -1,
+                   env: Optional[Mapping[str, str]] = None) -> Command:
+  """Exports a trained model as a SavedModel through T5's model API.
+
+  `--use_model_api --mode=export_predict`: t5 parses the model directory's
+  operative config (which names the variant) and writes
+  `<export_dir>/<timestamp>/saved_model.pb` for greedy decoding.
+
+  Args:
+    model_dir: the trained model's directory.
+    export_dir: where the timestamped SavedModel folder goes.
+    mixture: MIXTURE_NAME, whose vocabulary the SavedModel embeds.
+    length: the input and target lengths of the export (longer inputs are
+      truncated); at most `SynthesizerAttention.max_length`.
+    batch_size: the most examples per request.
+    checkpoint_step: the checkpoint (-1: the last).
+    env: environment additions.
+
+  Returns:
+    The Command.
+  """
+  flags = ["--use_model_api", "--mode=export_predict",
+           "--export_dir=" + export_dir, "--batch_size=%d" % batch_size,
+           "--input_sequence_length=%d" % length,
+           "--target_sequence_length=%d" % length, "--temperature=0"]
+  if checkpoint_step >= 0:
+    flags += ["--checkpoint_mode=specific",
+              "--checkpoint_steps=%d" % checkpoint_step]
+  return Command(model_dir, gin_params=["MIXTURE_NAME = '%s'" % mixture],
+                 flags=flags, env=env or {})
+
+
 def tpu(model_dir: str, *, tpu_name: str, gcp_project: str, zone: str,
         tfds_data_dir: str, gin_files: Sequence[str],
         gin_params: Sequence[str]) -> Command:

@@ -1,0 +1,154 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Export through the stock CLI, then serve with TensorFlow alone.
+
+For R, D, FR+V and V (tiny models of conftest, trained by the stock CLI):
+the CLI decodes a file (`infer.gin`) and exports a SavedModel
+(`--use_model_api --mode=export_predict`). A fresh Python process in which
+mesh, t5, gin, seqio and this package cannot even be imported loads each
+SavedModel (`tools/saved_model_predict.py`) and must give the CLI's decodes,
+also for an input longer than the exported length (both truncate it).
+"""
+
+import ast
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import conftest
+from mtf_synthesizer.tools_lib import stock_cli
+
+# Runs the stock CLI: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
+VARIANTS = ("random", "dense", "factorized_random_vanilla", "vanilla")
+BATCH = 4  # the exported batch size (conftest trains with 4 per batch)
+LONG = ("Python's documentation, repeated until it is far longer than the "
+        "model's inputs. " * 4)
+INPUTS = ["The \"assert\" statement is a convenient way to insert",
+          "A class definition defines a class object.",
+          "for x in range(3): print(x)",
+          LONG]
+
+# Run in a fresh interpreter: refuses to import anything but TensorFlow's
+# own dependencies, then decodes with tools/saved_model_predict.py.
+TF_ONLY = """\
+import json, runpy, sys
+BLOCKED = {"mesh_tensorflow", "t5", "mtf_synthesizer", "t5_tasks", "seqio",
+           "gin", "tensorflow_text", "tensorflow_datasets"}
+class Block:
+  def find_spec(self, name, path=None, target=None):
+    if name.split(".")[0] in BLOCKED:
+      raise ImportError("the SavedModel needs " + name)
+sys.meta_path.insert(0, Block())
+tool = runpy.run_path(sys.argv[1])
+requests = json.loads(sys.argv[2])
+out = {d: tool["predict"](d, inputs, batch) for d, inputs, batch in requests}
+loaded = sorted(m.split(".")[0] for m in sys.modules)
+print("RESULT " + json.dumps({"outputs": out, "modules": loaded}))
+"""
+
+
+def _cli_decodes(path):
+  """The CLI's output lines: Python bytes literals (mesh writes str(bytes))."""
+  with open(path) as f:
+    lines = [line for line in f.read().split("\n") if line]
+  return [ast.literal_eval(line).decode("utf-8", "replace") for line in lines]
+
+
+def _saved_model(export_dir):
+  (stamp,) = [d for d in os.listdir(export_dir) if d.isdigit()]
+  return os.path.join(export_dir, stamp)
+
+
+def tf_only_predict(requests):
+  """[(saved model, inputs, batch)] -> {saved model: results}, in TF only."""
+  proc = subprocess.run(
+      [sys.executable, "-c", TF_ONLY,
+       os.path.join(conftest.TOOLS, "saved_model_predict.py"),
+       json.dumps(requests)],
+      capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  (line,) = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+  result = json.loads(line[len("RESULT "):])
+  assert not {"mesh_tensorflow", "t5", "mtf_synthesizer", "gin"} & set(
+      result["modules"])
+  return result["outputs"]
+
+
+@pytest.fixture(scope="module")
+def exported(trained_models, tmp_path_factory):
+  """Per variant: the CLI's decodes and the exported SavedModel."""
+  root = tmp_path_factory.mktemp("export")
+  input_file = root / "inputs.txt"
+  input_file.write_text("\n".join(INPUTS) + "\n")
+
+  def job(item):
+    variant, mode = item
+    model_dir, trained = trained_models[variant]
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    if mode == "decode":
+      command = stock_cli.infer(
+          stock_cli.local_train(model_dir, variant, conftest.TRAIN_STEPS,
+                                length=conftest.LENGTH),
+          str(input_file), str(root / variant))
+    else:
+      command = stock_cli.export_predict(
+          model_dir, str(root / (variant + "_export")),
+          length=conftest.LENGTH, batch_size=BATCH)
+    return item, stock_cli.run(command, timeout=900)
+
+  jobs = [(v, m) for v in VARIANTS for m in ("decode", "export")]
+  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+    runs = dict(pool.map(job, jobs))
+  for (variant, mode), result in runs.items():
+    assert result.returncode == 0, (variant, mode, result.stderr[-3000:])
+  out = {}
+  for variant in VARIANTS:
+    out[variant] = {
+        "cli": _cli_decodes(str(root / ("%s-%d" % (variant,
+                                                    conftest.TRAIN_STEPS)))),
+        "saved_model": _saved_model(str(root / (variant + "_export")))}
+  served = tf_only_predict([(out[v]["saved_model"], INPUTS, BATCH)
+                            for v in VARIANTS])
+  for variant in VARIANTS:
+    out[variant]["served"] = served[out[variant]["saved_model"]]
+  return out
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_served_outputs_equal_cli_decodes(exported, variant):
+  cli = exported[variant]["cli"]
+  served = [r["output"] for r in exported[variant]["served"]]
+  assert len(cli) == len(INPUTS)
+  assert served == cli
+
+
+def test_outputs_tell_the_models_apart(exported):
+  """The comparison can fail: the variants' decodes are not all the same."""
+  decodes = {tuple(exported[v]["cli"]) for v in VARIANTS}
+  assert len(decodes) > 1, decodes
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_long_input_is_truncated_to_the_exported_length(exported, variant):
+  long_result = exported[variant]["served"][INPUTS.index(LONG)]
+  # Byte vocabulary: one id per byte, EOS appended, then cut to LENGTH.
+  assert long_result["truncated_input"] == LONG[:conftest.LENGTH]
+  short = exported[variant]["served"][0]
+  assert short["truncated_input"] == INPUTS[0]
+
+
+def test_a_request_holds_at_most_the_exported_batch(exported):
+  """One example more than the export's batch size is refused."""
+  saved_model = exported["random"]["saved_model"]
+  proc = subprocess.run(
+      [sys.executable, os.path.join(conftest.TOOLS, "saved_model_predict.py"),
+       saved_model, "--batch_size=%d" % (BATCH + 1)] + INPUTS + ["one more"],
+      capture_output=True, text=True, timeout=600)
+  assert proc.returncode != 0
+  assert "Dataset had more than one element" in proc.stderr
