@@ -9,9 +9,12 @@ is still needed for its start-up hook (`mtf_synthesizer.pth`); a stale one
 stops the run with a message to run `make install`.
 """
 
+import ast
 import concurrent.futures
+import json
 import os
 import runpy
+import subprocess
 import sys
 from typing import Sequence
 from unittest import mock
@@ -115,3 +118,49 @@ def run_tool(script: str, argv: Sequence[str]) -> int:
         return e.code
       return 1 if e.code else 0
   return 0
+
+
+# Run in a fresh interpreter: refuses to import anything but TensorFlow's
+# own dependencies, then decodes with tools/saved_model_predict.py.
+TF_ONLY = """\
+import json, runpy, sys
+BLOCKED = {"mesh_tensorflow", "t5", "mtf_synthesizer", "t5_tasks", "seqio",
+           "gin", "tensorflow_text", "tensorflow_datasets"}
+class Block:
+  def find_spec(self, name, path=None, target=None):
+    if name.split(".")[0] in BLOCKED:
+      raise ImportError("the SavedModel needs " + name)
+sys.meta_path.insert(0, Block())
+tool = runpy.run_path(sys.argv[1])
+requests = json.loads(sys.argv[2])
+out = {d: tool["predict"](d, inputs, batch) for d, inputs, batch in requests}
+loaded = sorted(m.split(".")[0] for m in sys.modules)
+print("RESULT " + json.dumps({"outputs": out, "modules": loaded}))
+"""
+
+
+def cli_decodes_from_lines(lines):
+  """Decoded strings from mesh's output lines, Python bytes literals."""
+  return [ast.literal_eval(line).decode("utf-8", "replace") for line in lines]
+
+
+def cli_decodes(path):
+  """The decodes in a file written by the CLI (mesh writes str(bytes))."""
+  with open(path) as f:
+    return cli_decodes_from_lines(
+        [line for line in f.read().split("\n") if line])
+
+
+def tf_only_predict(requests):
+  """[(saved model, inputs, batch)] -> {saved model: results}, in TF only."""
+  proc = subprocess.run(
+      [sys.executable, "-c", TF_ONLY,
+       os.path.join(TOOLS, "saved_model_predict.py"),
+       json.dumps(requests)],
+      capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  (line,) = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+  result = json.loads(line[len("RESULT "):])
+  assert not {"mesh_tensorflow", "t5", "mtf_synthesizer", "gin"} & set(
+      result["modules"])
+  return result["outputs"]

@@ -10,9 +10,7 @@ SavedModel (`tools/saved_model_predict.py`) and must give the CLI's decodes,
 also for an input longer than the exported length (both truncate it).
 """
 
-import ast
 import concurrent.futures
-import json
 import os
 import subprocess
 import sys
@@ -34,50 +32,10 @@ INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "for x in range(3): print(x)",
           LONG]
 
-# Run in a fresh interpreter: refuses to import anything but TensorFlow's
-# own dependencies, then decodes with tools/saved_model_predict.py.
-TF_ONLY = """\
-import json, runpy, sys
-BLOCKED = {"mesh_tensorflow", "t5", "mtf_synthesizer", "t5_tasks", "seqio",
-           "gin", "tensorflow_text", "tensorflow_datasets"}
-class Block:
-  def find_spec(self, name, path=None, target=None):
-    if name.split(".")[0] in BLOCKED:
-      raise ImportError("the SavedModel needs " + name)
-sys.meta_path.insert(0, Block())
-tool = runpy.run_path(sys.argv[1])
-requests = json.loads(sys.argv[2])
-out = {d: tool["predict"](d, inputs, batch) for d, inputs, batch in requests}
-loaded = sorted(m.split(".")[0] for m in sys.modules)
-print("RESULT " + json.dumps({"outputs": out, "modules": loaded}))
-"""
-
-
-def _cli_decodes(path):
-  """The CLI's output lines: Python bytes literals (mesh writes str(bytes))."""
-  with open(path) as f:
-    lines = [line for line in f.read().split("\n") if line]
-  return [ast.literal_eval(line).decode("utf-8", "replace") for line in lines]
-
-
 def _saved_model(export_dir):
   (stamp,) = [d for d in os.listdir(export_dir) if d.isdigit()]
   return os.path.join(export_dir, stamp)
 
-
-def tf_only_predict(requests):
-  """[(saved model, inputs, batch)] -> {saved model: results}, in TF only."""
-  proc = subprocess.run(
-      [sys.executable, "-c", TF_ONLY,
-       os.path.join(conftest.TOOLS, "saved_model_predict.py"),
-       json.dumps(requests)],
-      capture_output=True, text=True, timeout=600)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  (line,) = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-  result = json.loads(line[len("RESULT "):])
-  assert not {"mesh_tensorflow", "t5", "mtf_synthesizer", "gin"} & set(
-      result["modules"])
-  return result["outputs"]
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +68,10 @@ def exported(trained_models, tmp_path_factory):
   out = {}
   for variant in VARIANTS:
     out[variant] = {
-        "cli": _cli_decodes(str(root / ("%s-%d" % (variant,
+        "cli": conftest.cli_decodes(str(root / ("%s-%d" % (variant,
                                                     conftest.TRAIN_STEPS)))),
         "saved_model": _saved_model(str(root / (variant + "_export")))}
-  served = tf_only_predict([(out[v]["saved_model"], INPUTS, BATCH)
+  served = conftest.tf_only_predict([(out[v]["saved_model"], INPUTS, BATCH)
                             for v in VARIANTS])
   for variant in VARIANTS:
     out[variant]["served"] = served[out[variant]["saved_model"]]
