@@ -23,11 +23,18 @@ gin.add_config_file_search_path(GIN_DIR)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import checkpoints
+from mtf_synthesizer import determinism
 from mtf_synthesizer import encoder_classifier
+from mtf_synthesizer import linformer
+from mtf_synthesizer import local_attention
+from mtf_synthesizer import local_conv
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer import variants
 from mtf_synthesizer.layer import SynthesizerAttention
+from mtf_synthesizer.linformer import LinformerAttention
+from mtf_synthesizer.local_attention import WindowedSelfAttention
+from mtf_synthesizer.local_conv import DecodableLocalConvAttnBlock
 from mtf_synthesizer.synthesizers import Dense
 from mtf_synthesizer.synthesizers import DotProduct
 from mtf_synthesizer.synthesizers import FactorizedDense

@@ -351,3 +351,45 @@ def numerical_grad(f: Callable[[], float], value: np.ndarray,
     flat[i] = old
     grad.reshape(-1)[i] = (up - down) / (2 * eps)
   return grad
+
+
+def linformer(v: Dict[str, np.ndarray], x: np.ndarray, num_heads: int,
+              dk: int, nonpadding: Optional[np.ndarray] = None
+              ) -> np.ndarray:
+  """Linformer self-attention (Wang et al. 2020): [batch, length, d_model].
+
+  Per head h: K' = E_h^T K_h, V' = F_h^T V_h over the length axis, then
+  Y = sum_h softmax(Q_h K'^T) V' W_o,h (no 1/sqrt(d_kv): mesh folds it into
+  the query kernel's initializer). Only the first `length` rows of E and F
+  are used.
+
+  Args:
+    v: variables by local name: the combined kernels "q", "k", "v"
+      [d_model, heads * d_kv] and "o" [heads * d_kv, d_model]; "E" [heads,
+      N, k] or, shared by the heads, [N, k]; "F" like "E", absent when keys
+      and values share E.
+    x: [batch, length, d_model].
+    num_heads: heads.
+    dk: per-head width.
+    nonpadding: [batch, length], 1 at real tokens and 0 at padding (their
+      keys and values are zeroed before the projection); None: no padding.
+
+  Returns:
+    [batch, length, d_model].
+  """
+  batch, length, _ = x.shape
+  e_all = v["E"]
+  f_all = v.get("F", e_all)
+  out = np.zeros(x.shape, np.float64)
+  for b in range(batch):
+    keep = (np.ones(length) if nonpadding is None
+            else nonpadding[b].astype(np.float64))
+    for h in range(num_heads):
+      e = (e_all[h] if e_all.ndim == 3 else e_all)[:length]   # [length, k]
+      f = (f_all[h] if f_all.ndim == 3 else f_all)[:length]
+      q = x[b] @ _head(v["q"], h, dk)
+      k = (x[b] @ _head(v["k"], h, dk)) * keep[:, None]
+      val = (x[b] @ _head(v["v"], h, dk)) * keep[:, None]
+      weights = softmax(q @ (e.T @ k).T)                      # [length, k]
+      out[b] += weights @ (f.T @ val) @ v["o"][h * dk:(h + 1) * dk]
+  return out

@@ -12,6 +12,9 @@ import pytest
 
 import mtf_synthesizer as ms
 from mtf_synthesizer import gin_path
+from mtf_synthesizer import linformer
+from mtf_synthesizer import local_attention
+from mtf_synthesizer import local_conv
 from mtf_synthesizer import variants
 import t5.models
 
@@ -135,3 +138,42 @@ def test_readme_variant_table_follows_the_variant_table():
     cells = by_file[variant.gin_file]
     assert cells[0].strip().split(" (")[0] == variant.label
     assert cells[2].strip() == (variant.equation or "–")
+
+
+# Every baseline file: its layer in each stack, and which stacks are causal.
+_BASELINES = {
+    "lightweight_conv": local_conv.DecodableLocalConvAttnBlock,
+    "dynamic_conv": local_conv.DecodableLocalConvAttnBlock,
+    "local_attention": local_attention.WindowedSelfAttention,
+    "linformer": linformer.LinformerAttention,
+}
+_CONVOLUTIONS = {
+    "lightweight_conv": transformer_layers.LightweightConv1DLocalAttn,
+    "dynamic_conv": transformer_layers.DynamicConv1DLocalAttn,
+}
+
+
+@pytest.mark.parametrize("name", gin_path.gin_files("baselines"))
+def test_baseline_file_builds_its_layer_in_the_stacks_it_applies_to(name):
+  stacks = _stacks("baselines/%s.gin" % name)
+  layer = _BASELINES[name]
+  assert type(stacks["encoder"][0]) is layer
+  assert type(stacks["lm"][0]) is layer
+  decoder = stacks["decoder"]
+  assert isinstance(decoder[1], transformer_layers.EncDecAttention)
+  if layer is linformer.LinformerAttention:  # not causal: decoder kept
+    assert type(decoder[0]) is transformer_layers.SelfAttention
+    assert stacks["encoder"][0].relative_attention_type is None
+    return
+  assert type(decoder[0]) is layer
+  if layer is local_conv.DecodableLocalConvAttnBlock:
+    # pylint: disable=protected-access
+    conv = {k: v[0].conv_local_attn_layer for k, v in stacks.items()}
+    # Causal where a stack may decode; centred in the encoder.
+    for stack in ("decoder", "lm"):
+      assert conv[stack].filter_size == 7
+      assert conv[stack]._max_relative_pos == 0
+    assert conv["encoder"]._min_relative_pos == -3
+    assert conv["encoder"]._max_relative_pos == 3
+    for stack in conv.values():
+      assert isinstance(stack, _CONVOLUTIONS[name])
