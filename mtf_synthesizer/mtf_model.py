@@ -23,11 +23,13 @@ names) and nothing else is re-initialised silently (`checkpoints.py`).
   model.export(export_dir=...)
 """
 
+import os
 from typing import List, Optional, Sequence, Tuple, Union
 
 import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
 import t5.models
+import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import gin_path
 from mtf_synthesizer import variants
@@ -176,3 +178,29 @@ class MtfModel(t5.models.MtfModel):
     if len(targets) < len(result):  # one target for every input
       targets = targets * len(result)
     return list(result), targets
+
+  def eval(self, mixture_or_task_name: str, checkpoint_steps=None,
+           summary_dir: Optional[str] = None, split: str = "validation",
+           eval_with_score: bool = False,
+           compute_sequence_length: bool = True) -> None:
+    """T5's `eval`, which also works in a local model directory.
+
+    T5 writes the targets and predictions into `summary_dir` without
+    creating it, which only a bucket forgives; here it is created first.
+
+    Args:
+      mixture_or_task_name: as in `t5.models.MtfModel.eval`.
+      checkpoint_steps: as there.
+      summary_dir: as there (default `<model_dir>/<split>_eval`).
+      split: as there.
+      eval_with_score: as there.
+      compute_sequence_length: as there; with True the longest example sets
+        the length, which must not exceed `SynthesizerAttention.max_length`.
+    """
+    summary_dir = summary_dir or os.path.join(self._model_dir,
+                                              "%s_eval" % split)
+    tf.io.gfile.makedirs(summary_dir)
+    super().eval(mixture_or_task_name, checkpoint_steps=checkpoint_steps,
+                 summary_dir=summary_dir, split=split,
+                 eval_with_score=eval_with_score,
+                 compute_sequence_length=compute_sequence_length)

@@ -7,7 +7,8 @@ variant file, trained by the stock CLI) into R+V with
 `mtf_synthesizer.MtfModel(variant="random_vanilla").finetune`, then
 predicts, scores and exports. The same process then trains one more step
 (T5's `train` resumes from the model directory), whose TensorBoard events
-must hold the mixture weights alpha of every layer. The SavedModel is
+must hold the mixture weights alpha of every layer, and evaluates the
+result on a small task. The SavedModel is
 served in a process that can import nothing but TensorFlow.
 """
 
@@ -33,6 +34,7 @@ FINETUNE_STEPS = 2
 ATTN = "encoder/block_000/layer_000/"
 SCRIPT = textwrap.dedent("""\
     import json, os, runpy, sys
+    import gin
     import numpy as np
     import tensorflow.compat.v1 as tf
     import mtf_synthesizer
@@ -64,6 +66,10 @@ SCRIPT = textwrap.dedent("""\
                                      **example["model_kwargs"](64))
     model.train("pydocs_span_corruption",
                 steps=results["checkpoint_step"] + 1)
+    # And eval, on a task small enough to decode whole (8 examples).
+    gin.bind_parameter("recall_config.num_validation", 8)
+    model.eval("key_value_recall", checkpoint_steps=-1,
+               compute_sequence_length=False)
     print("RESULTS " + json.dumps(results))
 """ % FINETUNE_STEPS)
 
@@ -151,3 +157,15 @@ def test_mixture_weights_reach_tensorboard_on_cpu(example):
   # The comparison can fail: the logits were set far from their start 0.
   assert moved == 2 * len(layers)
   assert "loss" in scalars
+
+
+def test_eval_writes_the_task_metric(example):
+  scalars = stock_cli.read_scalars(
+      os.path.join(example["model_dir"], "validation_eval"))
+  (step, _, accuracy), = scalars["eval/key_value_recall/accuracy"]
+  assert step == example["checkpoint_step"] + 1
+  assert 0 <= accuracy <= 100
+  predictions = os.path.join(example["model_dir"], "validation_eval",
+                             "key_value_recall_%d_predictions" % step)
+  with open(predictions) as f:
+    assert len(f.read().splitlines()) == 8
