@@ -116,10 +116,14 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
       if g is not None:
         key = "grad/" + (v.name if v is not None else "x")
         fetch[key] = lowering.export_to_tf_tensor(g)
-    # mtf.scalar_summary values, as mesh's TPU host call would write them.
+    # Scalar summaries: mesh's collection (what its TPU host call writes)
+    # and the TF summaries that a placement mesh writes (summaries.py).
     for name, tensor in tf_graph.get_collection(
         mtf.utils.SCALAR_SUMMARIES_COLLECTION_KEY):
       fetch["summary/" + name] = tensor
+    for i, summary in enumerate(tf_graph.get_collection(
+        tf.GraphKeys.SUMMARIES)):
+      fetch["tfsummary/%d" % i] = summary
     init = tf.global_variables_initializer()
     config = tf.ConfigProto(device_count={"CPU": max(num_devices, 1)})
     with tf.Session(graph=tf_graph, config=config) as sess:
@@ -134,5 +138,15 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
       variables={k[4:]: v for k, v in values.items() if k.startswith("var/")},
       grads={k[5:]: v for k, v in values.items() if k.startswith("grad/")},
       output_weights=out_w,
-      summaries={k[8:]: float(v) for k, v in values.items()
-                 if k.startswith("summary/")})
+      summaries=_summaries(values))
+
+
+def _summaries(values: Dict[str, object]) -> Dict[str, float]:
+  """{tag: value} of the fetched scalar summaries of both kinds."""
+  out = {k[len("summary/"):]: float(v) for k, v in values.items()
+         if k.startswith("summary/")}
+  for k, v in values.items():
+    if k.startswith("tfsummary/"):
+      for value in tf.Summary.FromString(v).value:
+        out[value.tag] = value.simple_value
+  return out
