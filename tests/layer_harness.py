@@ -9,12 +9,14 @@ input.
 """
 
 import dataclasses
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import numpy as np
 import tensorflow.compat.v1 as tf
+
+from mtf_synthesizer import reference as ref
 
 
 
@@ -150,3 +152,50 @@ def _summaries(values: Dict[str, object]) -> Dict[str, float]:
       for value in tf.Summary.FromString(v).value:
         out[value.tag] = value.simple_value
   return out
+
+
+def local_variables(variables: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+  """A run's variables by their name inside the layer's scope, in float64."""
+  return {k[len("layer/"):]: v.astype(np.float64)
+          for k, v in variables.items()}
+
+
+def assert_gradients_match(
+    run: LayerRun, x: np.ndarray,
+    reference: Callable[[Dict[str, np.ndarray], np.ndarray], np.ndarray],
+    trainable: Callable[[str], bool] = lambda name: True) -> int:
+  """Compares a run's gradients with central differences of a reference.
+
+  The loss is the harness's: sum(output * output_weights), with the output
+  computed by `reference` (NumPy, float64) from the run's variables.
+
+  Args:
+    run: the LayerRun.
+    x: the layer input of the run.
+    reference: (variables by local name, x) -> the layer output.
+    trainable: whether a variable (local name) has a gradient; those that
+      do not must have none in the run.
+
+  Returns:
+    How many variables' gradients were compared (the input's as well).
+  """
+  variables = local_variables(run.variables)
+  xs = x.astype(np.float64)
+  w = run.output_weights.astype(np.float64)
+
+  def loss():
+    return np.sum(reference(variables, xs) * w)
+
+  checked = 0
+  for name in sorted(run.variables):
+    local = name[len("layer/"):]
+    if not trainable(local):
+      assert name not in run.grads, name
+      continue
+    numeric = ref.numerical_grad(loss, variables[local])
+    np.testing.assert_allclose(run.grads[name], numeric, rtol=2e-3,
+                               atol=2e-4, err_msg=name)
+    checked += 1
+  numeric_x = ref.numerical_grad(loss, xs)
+  np.testing.assert_allclose(run.grads["x"], numeric_x, rtol=2e-3, atol=2e-4)
+  return checked

@@ -61,9 +61,7 @@ def _layer(**kwargs):
   return linformer.LinformerAttention(**kwargs)
 
 
-def _local(variables):
-  return {k[len("layer/"):]: v.astype(np.float64)
-          for k, v in variables.items()}
+_local = layer_harness.local_variables
 
 
 # (sharing arguments, how padding is marked: None for no padding, max_length)
@@ -111,19 +109,8 @@ def test_forward_matches_numpy(case_run):
 
 def test_gradients_match_numpy(case_run):
   _, x, nonpadding, run = case_run
-  v = _local(run.variables)
-  xs = x.astype(np.float64)
-  w = run.output_weights.astype(np.float64)
-
-  def loss():
-    return np.sum(ref.linformer(v, xs, HEADS, DK, nonpadding) * w)
-
-  for name in sorted(run.variables):
-    numeric = ref.numerical_grad(loss, v[name[len("layer/"):]])
-    np.testing.assert_allclose(run.grads[name], numeric, rtol=2e-3,
-                               atol=2e-4, err_msg=name)
-  numeric_x = ref.numerical_grad(loss, xs)
-  np.testing.assert_allclose(run.grads["x"], numeric_x, rtol=2e-3, atol=2e-4)
+  layer_harness.assert_gradients_match(
+      run, x, lambda v, xs: ref.linformer(v, xs, HEADS, DK, nonpadding))
   assert len(run.grads) == len(run.variables) + 1
 
 

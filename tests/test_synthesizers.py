@@ -46,9 +46,7 @@ def _layer(kinds, **kwargs):
       synthesizers=[FUNCTIONS[k]() for k in kinds], **kwargs)
 
 
-def _local(variables):
-  return {k[len("layer/"):]: v.astype(np.float64)
-          for k, v in variables.items()}
+_local = layer_harness.local_variables
 
 
 def _perturb(run, kinds, seed):
@@ -81,26 +79,10 @@ def test_forward_matches_numpy(case_run):
 
 def test_gradients_match_numpy(case_run):
   kinds, causal, x, run = case_run
-  v = _local(run.variables)
-  xs = x.astype(np.float64)
-  w = run.output_weights.astype(np.float64)
-
-  def loss():
-    return np.sum(ref.layer_output(kinds, v, xs, HEADS, DK,
-                                   causal=causal) * w)
-
-  checked = 0
-  for name in sorted(run.variables):  # including mesh's q, k, v, kv and o
-    local = name[len("layer/"):]
-    if "fixed_random" in local:
-      assert name not in run.grads
-      continue
-    numeric = ref.numerical_grad(loss, v[local])
-    np.testing.assert_allclose(run.grads[name], numeric, rtol=2e-3,
-                               atol=2e-4, err_msg=name)
-    checked += 1
-  numeric_x = ref.numerical_grad(loss, xs)
-  np.testing.assert_allclose(run.grads["x"], numeric_x, rtol=2e-3, atol=2e-4)
+  checked = layer_harness.assert_gradients_match(
+      run, x, lambda v, xs: ref.layer_output(kinds, v, xs, HEADS, DK,
+                                             causal=causal),
+      trainable=lambda name: "fixed_random" not in name)
   # Every trainable variable, the value and output projections included.
   assert checked == sum("fixed_random" not in k for k in run.variables)
   assert "layer/o" in run.grads
