@@ -11,6 +11,7 @@ from mesh_tensorflow.transformer import transformer_layers
 import pytest
 
 import mtf_synthesizer as ms
+from mtf_synthesizer import baselines
 from mtf_synthesizer import gin_path
 from mtf_synthesizer import linformer
 from mtf_synthesizer import local_attention
@@ -153,6 +154,14 @@ _CONVOLUTIONS = {
 }
 
 
+def test_every_baseline_file_has_a_row_and_every_row_a_file():
+  assert sorted(gin_path.gin_files("baselines")) == sorted(baselines.NAMES)
+  assert sorted(_BASELINES) == sorted(baselines.NAMES)
+  for baseline in baselines.BASELINES:
+    assert baselines.get(baseline.label) is baseline
+    assert os.path.exists(os.path.join(gin_path.GIN_DIR, baseline.gin_file))
+
+
 @pytest.mark.parametrize("name", gin_path.gin_files("baselines"))
 def test_baseline_file_builds_its_layer_in_the_stacks_it_applies_to(name):
   stacks = _stacks("baselines/%s.gin" % name)
@@ -161,7 +170,7 @@ def test_baseline_file_builds_its_layer_in_the_stacks_it_applies_to(name):
   assert type(stacks["lm"][0]) is layer
   decoder = stacks["decoder"]
   assert isinstance(decoder[1], transformer_layers.EncDecAttention)
-  if layer is linformer.LinformerAttention:  # not causal: decoder kept
+  if not baselines.get(name).causal:  # the decoder keeps self-attention
     assert type(decoder[0]) is transformer_layers.SelfAttention
     assert stacks["encoder"][0].relative_attention_type is None
     return

@@ -2,8 +2,10 @@
 # Licensed under the Apache License, Version 2.0.
 r"""A small-scale reproduction of the paper's comparisons, offline on CPU.
 
-Trains tiny models of every variant through the stock `t5_mesh_transformer`
-on four offline tasks and evaluates each on its validation split:
+Trains tiny models of every variant and baseline through the stock
+`t5_mesh_transformer`, with several seeds, on four offline tasks, and
+evaluates each on its validation split (tasks, models and the paper's
+orderings: `mtf_synthesizer/tools_lib/reproduction.py`):
 
   lm       pydocs_lm: byte-level language model, decoder only (Table 2's
            LM1B in miniature); validation loss in nats per byte.
@@ -11,201 +13,149 @@ on four offline tasks and evaluates each on its validation split:
            (Table 4 in miniature); validation loss per target byte.
   listops  listops: LRA's ListOps with an encoder-only classifier
            (Table 7's setting); validation accuracy (%).
-  presence key_presence: two segments; is the letter of the first among
-           the letters of the second? Content-based matching between
-           segments (the sentence-pair tasks of Tables 5-6 in miniature);
-           encoder-only, validation accuracy (%).
+  presence key_presence: is the letter of the first segment among the
+           letters of the second? (the sentence-pair tasks of Tables 5-6 in
+           miniature); encoder-only, validation accuracy (%).
 
 Not in the default set (`--tasks recall`): key_value_recall, the two-step
-form (find the key, read its value), which no variant learned in 2000 steps
-at this size (all near the 25-32% of guessing a value present).
+form (find the key, read its value).
 
-Every run is a subprocess of the stock CLI with its own model directory
-under `--output_dir/<task>/<variant>`; logs are kept there. Finished runs are
-recorded in `results.json` as they end, so an interrupted study resumes
-where it stopped (`--restart` starts over). At the end `results.md` holds
-the table, with steps/s from the training event files.
+Every run has its own model directory, `<output_dir>/<task>/<model>/seed<n>`,
+with its logs. Finished runs are recorded in `results.json` as they end, so
+an interrupted study resumes where it stopped, in as many sittings as it
+takes; the file also records the commit of the code, and a study is only
+resumed by the same commit (`--restart` starts over). `results.md` holds the
+tables: mean ± standard deviation over seeds, and which of the paper's
+orderings hold.
 
-  python tools/reproduce.py --output_dir runs/reproduce      # everything
-  python tools/reproduce.py --tasks recall --variants vanilla,random
+  python tools/reproduce.py --output_dir runs/reproduce           # everything
+  python tools/reproduce.py --tasks presence --models V,R,DyConv --seeds 1
 """
 
 import argparse
-import dataclasses
+import concurrent.futures
 import json
 import os
 import sys
+import threading
 import time
-from typing import Dict, Optional, Sequence
+from typing import Optional, Sequence
 
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-  """One task of the study.
-
-  Attributes:
-    name: short name (the results key).
-    mixture: the seqio task.
-    model: "lm", "bitransformer" or "classifier" (encoder only).
-    length: sequence length (inputs and targets).
-    batch: sequences per batch.
-    steps: training steps.
-    metric: "loss" (lower is better) or "accuracy".
-    params: extra gin bindings.
-  """
-  name: str
-  mixture: str
-  model: str
-  length: int
-  batch: int
-  steps: int
-  metric: str
-  params: Sequence[str] = ()
+from mtf_synthesizer.tools_lib import reproduction
 
 
-TASKS = {
-    "lm": Task("lm", "pydocs_lm", "lm", 128, 16, 400, "loss"),
-    "spans": Task("spans", "pydocs_span_corruption", "bitransformer", 128, 16,
-                  400, "loss"),
-    "listops": Task("listops", "listops", "classifier", 64, 32, 400,
-                    "accuracy"),
-    "recall": Task("recall", "key_value_recall", "classifier", 32, 64, 2000,
-                   "accuracy",
-                   ("t5_tasks.recall.recall_config.num_pairs = 4",)),
-    "presence": Task("presence", "key_presence", "classifier", 32, 64, 600,
-                     "accuracy"),
-}
-DEFAULT_TASKS = ("lm", "spans", "listops", "presence")
-_TINY = {"d_model": 64, "num_layers": 2, "d_ff": 128, "num_heads": 4,
-         "d_kv": 16}
+def _write_tables(path: str, study: dict, tasks, models) -> str:
+  table = reproduction.cells(study["runs"])
+  seeds = sorted({r["seed"] for r in study["runs"].values()})
+  text = "\n\n".join([
+      "Commit %s; seeds %s; cells are mean ± standard deviation over "
+      "seeds." % (study["commit"], ", ".join(map(str, seeds))),
+      reproduction.results_table(table, tasks, models),
+      "The paper's orderings (told apart: |difference of means| > 2 "
+      "standard errors):",
+      reproduction.orderings_table(table, tasks),
+      "Training steps/s (median over seeds; other jobs may have shared the "
+      "machine: not a speed comparison):",
+      reproduction.speed_table(table, tasks, models)])
+  with open(path, "w") as f:
+    f.write(text + "\n")
+  return text
 
 
-def train_command(task: Task, variant: str,
-                  model_dir: str) -> stock_cli.Command:
-  """The stock CLI command that trains one variant on a task."""
-  if task.model == "classifier":
-    data_gin = "experiments/_encoder_classifier.gin"
-  else:
-    data_gin = stock_cli.DATASET_GIN
-  params = list(task.params)
-  if task.model in ("lm", "bitransformer"):
-    params.append("utils.run.model_type = '%s'" % task.model)
-  return stock_cli.local_train(
-      model_dir, variant, task.steps, mixture=task.mixture,
-      length=task.length, batch_size=task.batch, dims=_TINY,
-      lengths={"targets": task.length} if task.model == "lm" else None,
-      base_gin_files=("models/t5.1.1.small.gin", data_gin),
-      gin_params=params)
-
-
-def eval_command(task: Task, train: stock_cli.Command) -> stock_cli.Command:
-  """The evaluation: perplexity or decode-and-score."""
-  if task.metric == "loss":
-    return stock_cli.perplexity_eval(train, eval_steps=10)
-  return stock_cli.decode_eval(train, task.steps)
-
-
-def read_metric(task: Task, model_dir: str) -> Optional[float]:
-  """The task's validation metric from the evaluation's event files."""
-  if task.metric == "loss":
-    value = stock_cli.last_value(stock_cli.eval_scalars(
-        model_dir, "eval_%s_validation" % task.mixture), "neg_log_perplexity")
-    return -value if value is not None else None
-  return stock_cli.last_value(
-      stock_cli.eval_scalars(model_dir, "validation_eval"),
-      "eval/%s/accuracy" % task.mixture)
-
-
-def run_one(task: Task, variant: str, root: str) -> Dict:
-  """Trains and evaluates one variant on one task."""
-  model_dir = os.path.join(root, task.name, variant)
-  os.makedirs(model_dir, exist_ok=True)
-  train = train_command(task, variant, model_dir)
-  label = "%s/%s" % (task.name, variant)
-  env_vocab = os.environ.get("MTF_SYNTH_VOCAB")
-  result = stock_cli.run_with_progress(
-      train, os.path.join(model_dir, "train.log"), label + " train",
-      task.steps)
-  trained = result
-  if result.returncode == 0:
-    result = stock_cli.run_with_progress(
-        eval_command(task, train), os.path.join(model_dir, "eval.log"),
-        label + " eval", task.steps)
-  status = result.returncode
-  return {
-      "task": task.name, "variant": variant, "status": status,
-      "metric": read_metric(task, model_dir) if status == 0 else None,
-      "steps_per_sec": (stock_cli.steps_per_sec(trained.scalars)
-                        if status == 0 else None),
-      "parameters": (stock_cli.count_parameters(model_dir)
-                     if status == 0 else None),
-      "vocabulary": env_vocab or "task default",
-  }
-
-
-def format_table(results: Dict[str, Dict], tasks: Sequence[Task],
-                 names: Sequence[str]) -> str:
-  """Markdown: one row per variant, metric and steps/s per task."""
-  head = ["variant"]
-  for t in tasks:
-    unit = "loss" if t.metric == "loss" else "acc. %"
-    head += ["%s %s" % (t.name, unit), "%s steps/s" % t.name]
-  lines = ["| " + " | ".join(head) + " |",
-           "|" + "---|" + "---:|" * (len(head) - 1)]
-  for v in names:
-    row = ["%s (%s)" % (variants.get(v).label, v)]
-    for t in tasks:
-      r = results.get("%s/%s" % (t.name, v))
-      if not r or r["metric"] is None:
-        row += ["n/a", "n/a"]
-        continue
-      row.append(("%.3f" if t.metric == "loss" else "%.1f") % r["metric"])
-      row.append("%.1f" % r["steps_per_sec"] if r["steps_per_sec"] else "n/a")
-    lines.append("| " + " | ".join(row) + " |")
-  return "\n".join(lines)
+def _finished(record: Optional[dict]) -> bool:
+  return bool(record) and record["status"] == 0 and (
+      record["metric"] is not None)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the study; returns the exit status."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--output_dir", default="runs/reproduce")
-  parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
-  parser.add_argument("--variants", default=",".join(variants.NAMES))
+  parser.add_argument("--tasks", default=",".join(reproduction.DEFAULT_TASKS))
+  parser.add_argument("--models", default=None,
+                      help="variant and baseline names or labels (default: "
+                      "all)")
+  parser.add_argument("--seeds", default=",".join(
+      map(str, reproduction.DEFAULT_SEEDS)))
+  parser.add_argument("--jobs", type=int, default=1,
+                      help="runs at the same time")
   parser.add_argument("--restart", action="store_true",
                       help="forget finished runs and start over")
+  parser.add_argument("--report_only", action="store_true",
+                      help="only write results.md from results.json (any "
+                      "version of this tool; the tables name the commit "
+                      "that ran the study)")
   args = parser.parse_args(argv)
-  tasks = [TASKS[t] for t in args.tasks.split(",")]
-  names = args.variants.split(",")
-  unknown = [v for v in names if v not in variants.NAMES]
-  if unknown:
-    parser.error("unknown variants %s; choose from %s" % (unknown,
-                                                          variants.NAMES))
+  try:
+    tasks = [reproduction.TASKS[t] for t in args.tasks.split(",")]
+  except KeyError as e:
+    parser.error("unknown task %s; choose from %s" % (
+        e, ", ".join(reproduction.TASKS)))
+  try:
+    models = ([reproduction.model(m) for m in args.models.split(",")]
+              if args.models else list(reproduction.MODELS))
+  except ValueError as e:
+    parser.error(str(e))
+  seeds = [int(s) for s in args.seeds.split(",")]
+
   os.makedirs(args.output_dir, exist_ok=True)
   results_path = os.path.join(args.output_dir, "results.json")
-  results = {}
+  commit = reproduction.source_commit()
+  study = {"commit": commit, "runs": {}}
+  if args.report_only:
+    with open(results_path) as f:
+      study = json.load(f)
+    print(_write_tables(os.path.join(args.output_dir, "results.md"), study,
+                        tasks, models))
+    return 0
   if os.path.exists(results_path) and not args.restart:
     with open(results_path) as f:
-      results = json.load(f)
+      study = json.load(f)
+    if study.get("commit") != commit or "runs" not in study:
+      print("reproduce: %s holds runs of commit %s, this code is %s; every "
+            "number of a table must come from one version of the code. Run "
+            "that commit to resume, or --restart." % (
+                results_path, study.get("commit"), commit), file=sys.stderr)
+      return 2
+  if commit.endswith("+dirty") or commit == "unknown":
+    print("reproduce: warning: the code is %s; its results cannot be tied to "
+          "a commit." % commit, file=sys.stderr)
+
+  todo = [(t, m, s) for t in tasks for m in models for s in seeds
+          if m.applies_to(t) and not _finished(study["runs"].get(
+              reproduction.run_key(t, m, s)))]
+  total = sum(m.applies_to(t) for t in tasks for m in models) * len(seeds)
+  print("commit %s: %d runs to do, %d already done" % (
+      commit, len(todo), total - len(todo)), flush=True)
+  lock = threading.Lock()
   start = time.time()
-  todo = [(t, v) for t in tasks for v in names
-          if results.get("%s/%s" % (t.name, v), {}).get("status") != 0]
-  print("%d runs to do, %d already done" % (
-      len(todo), len(tasks) * len(names) - len(todo)), flush=True)
-  for i, (task, variant) in enumerate(todo):
-    print("[%d/%d, %.0f min] %s %s" % (i + 1, len(todo),
-                                       (time.time() - start) / 60, task.name,
-                                       variant), flush=True)
-    results["%s/%s" % (task.name, variant)] = run_one(
-        task, variant, args.output_dir)
-    with open(results_path, "w") as f:
-      json.dump(results, f, indent=1)
-  table = format_table(results, tasks, names)
-  with open(os.path.join(args.output_dir, "results.md"), "w") as f:
-    f.write(table + "\n")
-  print(table)
-  failed = [k for k, r in results.items() if r["status"] != 0]
+  done = [0]
+
+  def one(task, model, seed):
+    key = reproduction.run_key(task, model, seed)
+    with lock:
+      print("[%.0f min] start %s" % ((time.time() - start) / 60, key),
+            flush=True)
+    record = reproduction.run_one(task, model, seed, args.output_dir)
+    with lock:
+      study["runs"][key] = record
+      with open(results_path + ".tmp", "w") as f:
+        json.dump(study, f, indent=1)
+      os.replace(results_path + ".tmp", results_path)
+      done[0] += 1
+      metric = record["metric"]
+      print("[%.0f min] %d/%d %s: %s" % (
+          (time.time() - start) / 60, done[0], len(todo), key,
+          "FAILED (exit %d), see %s" % (record["status"], record["log"])
+          if record["status"] else "%.4g" % metric if metric is not None
+          else "no metric"), flush=True)
+
+  with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+    for future in [pool.submit(one, *job) for job in todo]:
+      future.result()
+  print(_write_tables(os.path.join(args.output_dir, "results.md"), study,
+                      tasks, models))
+  failed = [k for k, r in study["runs"].items() if r["status"] != 0]
   return 1 if failed else 0
 
 
