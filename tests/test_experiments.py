@@ -5,6 +5,7 @@ classifier and scoring through the stock CLI."""
 
 import math
 import os
+import shlex
 
 import gin
 import mesh_tensorflow.transformer
@@ -13,6 +14,7 @@ import seqio
 
 import conftest
 import mtf_synthesizer
+from mtf_synthesizer import baselines
 from mtf_synthesizer.tools_lib import stock_cli
 from mtf_synthesizer.tools_lib import tpu_jobs
 import t5.models
@@ -128,6 +130,50 @@ def test_paper_commands_cover_every_table_and_variant(capsys):
   assert "glue_super_glue_finetune.gin" not in table4
   table56 = "\n".join(tpu_jobs.table_commands("Tables 5-6", ["random"]))
   assert "experiments/glue_super_glue_finetune.gin" in table56
+  # The baseline rows (tests/test_tpu_job.py checks their commands).
+  for table, names in tpu_jobs.TABLE_BASELINES.items():
+    for experiment in tpu_jobs.TABLE_EXPERIMENTS[table]:
+      for name in names:
+        header = "# %s, baseline %s (%s)" % (
+            tpu_jobs.EXPERIMENTS[experiment].paper, name,
+            baselines.get(name).label)
+        assert header in text, header
+  assert "baseline linformer" in text and "baseline dynamic_conv" in text
+
+
+def _printed_job(table, baseline, experiment):
+  """The first command of a baseline's job, as printed for `table`."""
+  header = "# %s, baseline %s (%s)" % (tpu_jobs.EXPERIMENTS[experiment].paper,
+                                       baseline.name, baseline.label)
+  lines = tpu_jobs.table_commands(table, baseline_names=[baseline.name])
+  return shlex.split(lines[lines.index(header) + 1].replace("\\\n", " "))
+
+
+@pytest.mark.parametrize("table,label,experiment", [
+    ("Table 4", "DyConv", "c4_glue_superglue"),
+    ("Table 4", "LightConv", "c4_glue_superglue"),
+    ("Table 7", "Linformer", "ag_news"),
+    ("Table 7", "Linformer", "imdb")])
+def test_printed_baseline_command_configures_the_baseline(table, label,
+                                                           experiment):
+  # The gin files and bindings of the printed training command, parsed as
+  # the CLI would (after T5's model file, its own experiment file).
+  argv = _printed_job(table, baselines.get(label), experiment)
+  files = [a.split("=", 1)[1] for a in argv if a.startswith("--gin_file=")]
+  params = [a.split("=", 1)[1] for a in argv if a.startswith("--gin_param=")]
+  gin.parse_config_files_and_bindings(files, params)
+  assert gin.query_parameter("%MIXTURE_NAME") == (
+      tpu_jobs.EXPERIMENTS[experiment].train_mixture)
+  stack = "transformer.make_layer_stack.layers"
+  if label == "Linformer":
+    # The encoder-only model's one stack; the paper's k.
+    assert gin.query_parameter(stack)[0].selector == (
+        "mtf_synthesizer.LinformerAttention")
+    assert gin.query_parameter("mtf_synthesizer.LinformerAttention.k") == 32
+  else:
+    for scope in ("encoder/", "decoder/"):
+      assert gin.query_parameter(scope + stack)[0].selector == (
+          "mtf_synthesizer.DecodableLocalConvAttnBlock")
 
 
 # --- through the stock CLI --------------------------------------------------

@@ -2,15 +2,19 @@
 # Licensed under the Apache License, Version 2.0.
 """tools/tpu_job.py: the dry run prints the right commands and runs nothing.
 
-The script runs in process (`conftest.run_tool`); the commands it prints are
-composed by `mtf_synthesizer.tools_lib.tpu_jobs`.
+Also tools/paper_commands.py's baseline rows. The scripts run in process
+(`conftest.run_tool`); the commands they print are composed by
+`mtf_synthesizer.tools_lib.tpu_jobs`.
 
 The expectations come from outside the tool: T5's and mtf_synthesizer's gin
 files on disk, the task registry, mesh's own `tpu_mesh_shape`, the paper's
-settings (524288 pretraining steps on a 2x2 v3 slice).
+settings (524288 pretraining steps on a 2x2 v3 slice, the baselines of its
+Tables 4-7, Linformer's k = 32), the flags the installed
+`t5.models.mesh_transformer_main` defines.
 """
 
 import contextlib
+import copy
 import importlib.util
 import io
 import os
@@ -19,9 +23,12 @@ import shlex
 import socket
 import subprocess
 
+from absl import flags
+import gin
 import pytest
 
 import conftest
+from mtf_synthesizer import baselines
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tpu_jobs
 
@@ -35,15 +42,18 @@ _BASE_ARGS = ["--dry_run", "--tpu=synth-tpu", "--zone=europe-west4-a",
               "--gcp_project=proj-1", "--bucket=gs://bkt/exp"]
 
 
-def _dry_run(monkeypatch, *args):
-  """Runs the tool's main with --dry_run; no socket, no subprocess allowed."""
-
+def _forbid_network(monkeypatch):
   def forbidden(*a, **k):
     raise AssertionError("network or subprocess used in a dry run: %r" % (a,))
   monkeypatch.setattr(socket, "socket", forbidden)
   monkeypatch.setattr(socket, "create_connection", forbidden)
   monkeypatch.setattr(subprocess, "Popen", forbidden)
   monkeypatch.setattr(subprocess, "run", forbidden)
+
+
+def _dry_run(monkeypatch, *args):
+  """Runs the tool's main with --dry_run; no socket, no subprocess allowed."""
+  _forbid_network(monkeypatch)
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
     status = conftest.run_tool("tpu_job.py", _BASE_ARGS + list(args))
@@ -279,3 +289,200 @@ def test_model_type_is_a_real_mesh_model_type():
   for name, experiment in tpu_jobs.EXPERIMENTS.items():
     assert experiment.model_type in ("bitransformer", "lm", "aligned"), name
     assert experiment.paper.startswith("Table"), name
+
+
+# --- baselines ----------------------------------------------------------------
+
+# The baseline rows of the paper's tables (its text: Table 4 DyConv and
+# LightConv, Tables 5-6 DyConv, Table 7 Linformer; Tables 2-3 none), by the
+# paper's labels.
+_PAPER_BASELINES = {"Table 2-3": set(), "Table 4": {"DyConv", "LightConv"},
+                    "Tables 5-6": {"DyConv"}, "Table 7": {"Linformer"}}
+# The commands of one job of each table: Table 4 is the C4 pretraining alone.
+_TABLE_JOB_COMMANDS = {"Table 4": 1, "Tables 5-6": 4, "Table 7": 2}
+
+
+def _paper_commands(monkeypatch, *args):
+  """Runs tools/paper_commands.py: [(header, [t5 argv, ...])] per job."""
+  _forbid_network(monkeypatch)
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    status = conftest.run_tool("paper_commands.py", list(args))
+  assert status == 0
+  jobs = []
+  for block in re.split(r"^# ", out.getvalue(), flags=re.M)[1:]:
+    header, _, body = block.partition("\n")
+    jobs.append((header, _t5_commands(body)))
+  return jobs
+
+
+def _baseline_header(experiment, baseline):
+  return "%s, baseline %s (%s)" % (tpu_jobs.EXPERIMENTS[experiment].paper,
+                                   baseline.name, baseline.label)
+
+
+def test_table_baselines_are_the_papers():
+  labels = {table: {baselines.get(name).label for name in names}
+            for table, names in tpu_jobs.TABLE_BASELINES.items()}
+  assert labels == _PAPER_BASELINES
+  for baseline in baselines.BASELINES:
+    assert set(baseline.paper_tables) <= set(tpu_jobs.TABLE_EXPERIMENTS)
+
+
+@pytest.mark.parametrize("table", sorted(_TABLE_JOB_COMMANDS))
+def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
+  jobs = _paper_commands(monkeypatch, "--table", table)
+  wanted = [baselines.BY_LABEL[label]
+            for label in sorted(_PAPER_BASELINES[table])]
+  for experiment in tpu_jobs.TABLE_EXPERIMENTS[table]:
+    exp = tpu_jobs.EXPERIMENTS[experiment]
+    for baseline in wanted:
+      gin_file = "baselines/%s.gin" % baseline.name
+      assert os.path.exists(os.path.join(_SYNTH_GIN, gin_file))
+      (cmds,) = [c for h, c in jobs if h == _baseline_header(experiment,
+                                                               baseline)]
+      assert len(cmds) == _TABLE_JOB_COMMANDS[table]
+      # Trained from scratch: the model file, the experiment file, then
+      # the baseline's file (so its layer swap wins).
+      assert _gin_files(cmds[0]) == ["models/t5.1.0.base.gin",
+                                     exp.gin_file, gin_file]
+      # Finetuned and evaluated: an operative config of the baseline's,
+      # then its file again.
+      root = "gs://${BUCKET}/synthesizer/%s/base/baselines/%s/" % (
+          experiment, baseline.name)
+      for c in cmds[1:]:
+        files = _gin_files(c)
+        assert files[0].startswith(root)
+        assert files[0].endswith("/operative_config.gin")
+        assert files[1] == gin_file
+      for c in cmds:
+        assert _flag(c, "--model_dir").startswith(root)
+  # No other baseline rows; the variants' rows are still there.
+  assert sum("baseline" in h for h, _ in jobs) == len(
+      wanted) * len(tpu_jobs.TABLE_EXPERIMENTS[table])
+  assert sum(", variant " in h for h, _ in jobs) == len(
+      tpu_jobs.TABLE_VARIANTS[table]) * len(tpu_jobs.TABLE_EXPERIMENTS[table])
+
+
+def test_paper_commands_print_no_baseline_for_tables_2_3(monkeypatch):
+  jobs = _paper_commands(monkeypatch, "--table", "Table 2-3")
+  assert jobs and not any("baseline" in h for h, _ in jobs)
+
+
+def test_a_baseline_flag_adds_it_to_another_table(monkeypatch):
+  jobs = _paper_commands(monkeypatch, "--baseline", "dynamic_conv",
+                         "--table", "Table 2-3")
+  dyconv = baselines.get("DyConv")
+  assert [h for h, _ in jobs] == [
+      _baseline_header(e, dyconv)
+      for e in tpu_jobs.TABLE_EXPERIMENTS["Table 2-3"]]
+  for (_, cmds), experiment in zip(jobs, tpu_jobs.TABLE_EXPERIMENTS[
+      "Table 2-3"]):
+    assert _gin_files(cmds[0])[1:] == [
+        tpu_jobs.EXPERIMENTS[experiment].gin_file,
+        "baselines/dynamic_conv.gin"]
+  # The language model evaluates its perplexity, like the variants'.
+  (lm1b,) = [c for h, c in jobs if h.startswith("Table 2: LM1B")]
+  assert "perplexity_eval.gin" in _gin_files(lm1b[-1])
+
+
+def test_linformer_in_a_language_model_is_refused(capsys):
+  status = conftest.run_tool("tpu_job.py", _BASE_ARGS + [
+      "--baseline=linformer", "--experiment=lm1b"])
+  assert status == 2
+  err = capsys.readouterr().err
+  assert "linformer" in err and "lm1b" in err
+  assert "decoder-only language model" in err and "not causal" in err
+  # In a table: nothing printed, the same message.
+  status = conftest.run_tool("paper_commands.py", [
+      "--baseline=linformer", "--table=Table 2-3"])
+  captured = capsys.readouterr()
+  assert status == 2 and not captured.out
+  assert "Table 2-3" in captured.err and "lm1b" in captured.err
+  assert "not causal" in captured.err
+  with pytest.raises(ValueError, match="not causal"):
+    tpu_jobs.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
+                 tpu_topology="2x2", model_size="base", baseline="linformer",
+                 experiment="lm1b")
+
+
+def test_linformer_in_an_encoder_decoder_follows_the_experiment(monkeypatch):
+  # Its file keeps the decoder's self-attention: accepted, after the
+  # experiment file, with the file's own k (the paper sets k only for
+  # Table 7).
+  text = _dry_run(monkeypatch, "--baseline=linformer",
+                  "--experiment=wmt_ende", "--stage=all")
+  assert "baseline linformer (Linformer)" in text
+  for c in _t5_commands(text):
+    assert "baselines/linformer.gin" in _gin_files(c)
+    assert not any(p.startswith("LinformerAttention.")
+                   for p in _gin_params(c))
+  assert _gin_files(_t5_commands(text)[0]) == [
+      "models/t5.1.0.base.gin", "experiments/wmt14_ende.gin",
+      "baselines/linformer.gin"]
+
+
+def test_linformer_binds_k_32_in_table_7(monkeypatch):
+  jobs = _paper_commands(monkeypatch, "--table", "Table 7")
+  linformer = baselines.get("Linformer")
+  for experiment in ("ag_news", "imdb"):
+    (cmds,) = [c for h, c in jobs
+               if h == _baseline_header(experiment, linformer)]
+    for c in cmds:
+      params = _gin_params(c)
+      assert "LinformerAttention.k = 32" in params
+      # After the gin files; before the user's --gin_param, which wins.
+      assert params.index("LinformerAttention.k = 32") == len(params) - 1
+  # The variants bind nothing of Linformer's.
+  for header, cmds in jobs:
+    if "variant" in header:
+      assert not any("Linformer" in p for c in cmds for p in _gin_params(c))
+  text = _dry_run(monkeypatch, "--baseline=linformer", "--experiment=imdb",
+                  "--stage=pretrain", "--gin_param=LinformerAttention.k = 64")
+  params = _gin_params(_t5_commands(text)[0])
+  assert params[-2:] == ["LinformerAttention.k = 32",
+                         "LinformerAttention.k = 64"]
+
+
+def test_variant_and_baseline_are_exclusive(capsys):
+  assert conftest.run_tool("tpu_job.py", _BASE_ARGS + [
+      "--variant=random", "--baseline=dynamic_conv"]) == 2
+  assert "not allowed with" in capsys.readouterr().err
+  for kwargs in ({}, {"variant": "random", "baseline": "dynamic_conv"}):
+    with pytest.raises(ValueError, match="exactly one"):
+      tpu_jobs.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
+                   tpu_topology="2x2", model_size="base", **kwargs)
+  with pytest.raises(ValueError, match="Unknown baseline 'conv'"):
+    tpu_jobs.resolve_attention(baseline="conv")
+
+
+def _mesh_transformer_flags():
+  """A copy of the flags of the installed `t5_mesh_transformer`."""
+  # pylint: disable=g-import-not-at-top,unused-import
+  import t5.models.mesh_transformer_main  # Defines them.
+  return copy.deepcopy(flags.FLAGS)
+
+
+def test_paper_commands_parse_as_t5_mesh_transformer_flags(monkeypatch):
+  jobs = (_paper_commands(monkeypatch) + _paper_commands(
+      monkeypatch, "--baseline=local_attention", "--baseline=dynamic_conv",
+      "--variant=random"))
+  assert any("baseline" in h for h, _ in jobs)
+  for header, cmds in jobs:
+    assert cmds, header
+    for argv in cmds:
+      assert argv[0] == "t5_mesh_transformer"
+      parsed = _mesh_transformer_flags()
+      # Unknown flags and bad values raise; nothing may be left over.
+      assert parsed(argv) == argv[:1], (header, argv)
+      assert parsed.gin_file == _gin_files(argv)
+      assert parsed.module_import == ["mtf_synthesizer", "t5_tasks"]
+      assert all(_gin_file_exists(f) for f in parsed.gin_file), header
+      # Each binding parses as gin (skipping configurables the test process
+      # has not imported).
+      gin.clear_config()
+      try:
+        for param in parsed.gin_param:
+          gin.parse_config(param, skip_unknown=True)
+      finally:
+        gin.clear_config()

@@ -2,41 +2,69 @@
 # Licensed under the Apache License, Version 2.0.
 r"""Prints the t5_mesh_transformer commands of the paper's Tables 2-7.
 
-For every table, every experiment behind it and every variant it reports,
-the commands of `tools/tpu_job.py` (train, finetune where the table has one,
-evaluate), with shell variables for the TPU, zone, project and bucket:
+For every table, every experiment behind it, and every Synthesizer variant
+and baseline it reports, the commands of `tools/tpu_job.py` (train, finetune
+where the table has one, evaluate), with shell variables for the TPU, zone,
+project and bucket:
 
   python tools/paper_commands.py > paper_commands.sh
   TPU=synth-v3 ZONE=europe-west4-a PROJECT=my-project BUCKET=my-bucket \
       bash paper_commands.sh   # runs everything, one job after the other
 
-Nothing touches the network; `--table` and `--variant` narrow the output.
-The tables' experiments and variants are in
-`mtf_synthesizer.tools_lib.tpu_jobs` (TABLE_EXPERIMENTS, TABLE_VARIANTS).
+The baseline rows: DyConv and LightConv in Table 4, DyConv in Tables 5-6,
+Linformer in Table 7 (with the paper's k = 32); the paper's Tables 2-3
+report none.
+
+Nothing touches the network. `--table` narrows the tables; `--variant` and
+`--baseline` (repeatable) replace the rows a table reports with the ones
+given, for any table where they are valid, e.g.
+
+  python tools/paper_commands.py --baseline dynamic_conv --table "Table 2-3"
+
+A non-causal baseline (Linformer) is refused, with exit status 2, for a
+table with a decoder-only language model (LM1B in Tables 2-3).
+
+The tables' experiments, variants and baselines are in
+`mtf_synthesizer.tools_lib.tpu_jobs` (TABLE_EXPERIMENTS, TABLE_VARIANTS,
+TABLE_BASELINES, the last from `mtf_synthesizer.baselines`).
 """
 
 import argparse
 import sys
 from typing import Optional, Sequence
 
+from mtf_synthesizer import baselines
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tpu_jobs
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Prints the commands; returns the exit status."""
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--table", choices=sorted(tpu_jobs.TABLE_EXPERIMENTS),
+  parser = argparse.ArgumentParser(
+      description=__doc__.splitlines()[0],
+      formatter_class=argparse.RawDescriptionHelpFormatter,
+      epilog=__doc__.split("\n\n", 1)[1])
+  parser.add_argument("--table", choices=list(tpu_jobs.TABLE_EXPERIMENTS),
                       action="append", help="default: every table")
   parser.add_argument("--variant", choices=variants.NAMES, action="append",
-                      help="default: the variants each table reports")
+                      help="default (without --baseline): the variants each "
+                      "table reports")
+  parser.add_argument("--baseline", choices=baselines.NAMES, action="append",
+                      help="default (without --variant): the baselines each "
+                      "table reports")
   parser.add_argument("--model_size", default="base")
   parser.add_argument("--tpu_topology", default="2x2")
   args = parser.parse_args(argv)
-  print("set -e")
+  lines = ["set -e"]
   for table in args.table or tpu_jobs.TABLE_EXPERIMENTS:
-    print("\n".join(tpu_jobs.table_commands(
-        table, args.variant, args.model_size, args.tpu_topology)))
+    try:
+      lines += tpu_jobs.table_commands(
+          table, args.variant, args.baseline, model_size=args.model_size,
+          tpu_topology=args.tpu_topology)
+    except ValueError as e:
+      print("paper_commands: %s: %s" % (table, e), file=sys.stderr)
+      return 2
+  print("\n".join(lines))
   return 0
 
 

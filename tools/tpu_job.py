@@ -11,7 +11,12 @@ touches the network.
 
 Each experiment is a gin file in gin/experiments/ (task,
 lengths, steps, learning rate, model type), used after the T5 model file of
-the chosen size and before the variant file.
+the chosen size and before the attention file: a Synthesizer variant
+(--variant, gin/synthesizer/<name>.gin; the default, random) or one of the
+paper's baselines (--baseline, gin/baselines/<name>.gin;
+mtf_synthesizer/baselines.py). A non-causal baseline (linformer) is refused
+for the decoder-only language model (lm1b); in an encoder-decoder it
+replaces the encoder's self-attention only.
 
 Stages:
   pretrain  train from scratch on the experiment's training mixture (C4 span
@@ -29,12 +34,18 @@ Example (the paper's Table 4-6 setting):
   python tools/tpu_job.py --dry_run --tpu=synth-v3 --zone=europe-west4-a \
     --gcp_project=my-project --bucket=gs://my-bucket --tpu_topology=2x2 \
     --variant=random_vanilla --model_size=base --stage=all
+
+Linformer in Table 7 (binds the paper's LinformerAttention.k = 32):
+  python tools/tpu_job.py --dry_run --tpu=synth-v3 --zone=europe-west4-a \
+    --gcp_project=my-project --bucket=gs://my-bucket --tpu_topology=2x2 \
+    --baseline=linformer --experiment=ag_news --stage=all
 """
 
 import argparse
 import sys
 from typing import Optional, Sequence
 
+from mtf_synthesizer import baselines
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tpu_jobs
@@ -53,7 +64,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                  help="'v3-8', 'v3-32', or a chip grid such as '2x2'")
   p.add_argument("--tpu_version", default="v3",
                  help="TPU generation for a chip-grid topology (gcloud)")
-  p.add_argument("--variant", default="random", choices=variants.NAMES)
+  attention = p.add_mutually_exclusive_group()
+  attention.add_argument("--variant", default="random",
+                         choices=variants.NAMES,
+                         help="a Synthesizer variant (gin/synthesizer/)")
+  attention.add_argument("--baseline", default=None, choices=baselines.NAMES,
+                         help="a baseline instead of a variant "
+                         "(gin/baselines/)")
   p.add_argument("--model_size", default="base",
                  choices=mesh_defaults.MODEL_SIZES)
   p.add_argument("--t5_version", default="1.0",
@@ -84,7 +101,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     job = tpu_jobs.Job(
         tpu=args.tpu, zone=args.zone, gcp_project=args.gcp_project,
         bucket=args.bucket, tpu_topology=args.tpu_topology,
-        variant=args.variant, model_size=args.model_size,
+        variant=None if args.baseline else args.variant,
+        baseline=args.baseline, model_size=args.model_size,
         experiment=args.experiment, t5_version=args.t5_version,
         model_parallelism=args.model_parallelism,
         pretrain_steps=args.pretrain_steps,

@@ -5,7 +5,9 @@ tools/paper_commands.py).
 
 Each experiment is a gin file in gin/experiments/ (task, lengths, steps,
 learning rate, model type), used after the T5 model file of the chosen size
-and before the variant file. A `Job` composes the `t5_mesh_transformer`
+and before the attention file: a variant (`gin/synthesizer/<name>.gin`,
+mtf_synthesizer/variants.py) or a baseline (`gin/baselines/<name>.gin`,
+mtf_synthesizer/baselines.py). A `Job` composes the `t5_mesh_transformer`
 commands (`stock_cli.tpu`) of its stages:
 
   pretrain  train from scratch on the experiment's training mixture (C4 span
@@ -23,18 +25,24 @@ layer stacks explicitly and so undoes the variant's layer swap. We use the
 gin route of T5's README instead (no --mode): the new model directory is
 trained with `utils.run.init_checkpoint` pointing at the pretrained
 checkpoint, after these gin files, in this order:
-  <pretrain model_dir>/operative_config.gin, synthesizer/<variant>.gin
-  (again, AFTER the operative config, so the swap holds),
+  <pretrain model_dir>/operative_config.gin, the attention file (again,
+  AFTER the operative config, so the swap holds),
   experiments/glue_super_glue_finetune.gin (mixture, lengths, constant
   learning rate).
 `global_step` is restored from the checkpoint, so `utils.run.train_steps` is
 absolute: pretrain_steps + finetune_steps.
+
+The paper's tables: TABLE_EXPERIMENTS (the experiments behind each),
+TABLE_VARIANTS (the Synthesizer rows) and TABLE_BASELINES (the baseline rows,
+derived from `baselines.BASELINES[*].paper_tables`); `table_commands` prints
+a table's commands.
 """
 
 import dataclasses
 import sys
-from typing import List, Optional, Sequence, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from mtf_synthesizer import baselines
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import stock_cli
@@ -88,6 +96,9 @@ class Experiment:
     eval_split: the split evaluated ("test" where the data set has no
       validation split).
     paper: where the paper reports it.
+    baseline_gin_params: baseline name -> the bindings a job of that
+      baseline adds to every command of this experiment (the paper's
+      settings for it).
   """
   gin_file: str
   train_mixture: str
@@ -99,6 +110,15 @@ class Experiment:
   finetune_lengths: tuple = (512, 128)
   eval_split: str = "validation"
   paper: str = ""
+  baseline_gin_params: Mapping[str, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict)
+
+
+# Table 7: "We use k=32 for both factorized models". FactorizedRandom's k is
+# bound in experiments/_encoder_classifier.gin; Linformer's is bound here,
+# since the layer's gin file keeps its own default (128).
+_ENCODER_CLASSIFIER_BASELINE_PARAMS = {
+    "linformer": ("LinformerAttention.k = 32",)}
 
 
 # Mixture and task names as `t5_tasks` registers them.
@@ -127,11 +147,14 @@ EXPERIMENTS = {
                           (512, 512), 65536, model_type="aligned",
                           eval_split="test",
                           paper="Table 7: AG News classification, "
-                          "encoder only"),
+                          "encoder only",
+                          baseline_gin_params=(
+                              _ENCODER_CLASSIFIER_BASELINE_PARAMS)),
     "imdb": Experiment("experiments/imdb.gin", "synth_imdb", (512, 512),
                        65536, model_type="aligned", eval_split="test",
                        paper="Table 7: IMDb sentiment classification, "
-                       "encoder only"),
+                       "encoder only",
+                       baseline_gin_params=_ENCODER_CLASSIFIER_BASELINE_PARAMS),
 }
 
 
@@ -139,7 +162,8 @@ def _names(*labels: str) -> tuple:
   return tuple(variants.get(label).name for label in labels)
 
 
-# The variants each table of the paper reports, by the paper's labels.
+# The Synthesizer variants each table of the paper reports, by the paper's
+# labels.
 TABLE_VARIANTS = {
     "Table 2-3": variants.NAMES,
     "Table 4": _names("V", "R", "R+V", "D+V"),
@@ -153,6 +177,13 @@ TABLE_EXPERIMENTS = {
     "Tables 5-6": ("c4_glue_superglue",),
     "Table 7": ("ag_news", "imdb"),
 }
+# The baselines each table reports: `paper_tables` of mtf_synthesizer/
+# baselines.py, the one place that says so. The paper's Tables 2-3 report
+# none.
+TABLE_BASELINES = {
+    table: tuple(b.name for b in baselines.BASELINES
+                 if table in b.paper_tables)
+    for table in TABLE_EXPERIMENTS}
 # Table 4 is the pretraining stage of the C4 + GLUE/SuperGLUE job.
 _TABLE_STAGES = {"Table 4": "pretrain"}
 
@@ -188,16 +219,75 @@ def _lengths(lengths: tuple) -> str:
   return "utils.run.sequence_length = %r" % (value,)
 
 
+# What takes the place of self-attention in a job.
+Attention = Union[variants.Variant, baselines.Baseline]
+
+
+def resolve_attention(variant: Optional[str] = None,
+                      baseline: Optional[str] = None) -> Attention:
+  """The attention of a job: a variant or a baseline, exactly one.
+
+  Args:
+    variant: a name of `variants.NAMES`.
+    baseline: a name of `baselines.NAMES`.
+
+  Returns:
+    The Variant or the Baseline; its `gin_file` is the attention file.
+
+  Raises:
+    ValueError: for neither or both, or an unknown name.
+  """
+  if (variant is None) == (baseline is None):
+    raise ValueError("A job's attention is a variant or a baseline: give "
+                     "exactly one (got variant %r, baseline %r)" %
+                     (variant, baseline))
+  if baseline is not None:
+    if baseline not in baselines.NAMES:
+      raise ValueError("Unknown baseline %r; one of %s" %
+                       (baseline, ", ".join(baselines.NAMES)))
+    return baselines.BY_NAME[baseline]
+  if variant not in variants.NAMES:
+    raise ValueError("Unknown variant %r; one of %s" %
+                     (variant, ", ".join(variants.NAMES)))
+  return variants.BY_NAME[variant]
+
+
+def attention_dir(attention: Attention) -> str:
+  """The model directory's component (under <experiment>/<size>/).
+
+  Args:
+    attention: a Variant or a Baseline.
+
+  Returns:
+    The variant's name; "baselines/<name>" for a baseline, so that no
+    baseline's directory can be a variant's.
+  """
+  if isinstance(attention, baselines.Baseline):
+    return "baselines/" + attention.name
+  return attention.name
+
+
+def describe_attention(attention: Attention) -> str:
+  """E.g. "variant random", "baseline linformer (Linformer)"."""
+  if isinstance(attention, baselines.Baseline):
+    return "baseline %s (%s)" % (attention.name, attention.label)
+  return "variant %s" % attention.name
+
+
 @dataclasses.dataclass
 class Job:
-  """The settings of one run of tools/tpu_job.py (see its flags)."""
+  """The settings of one run of tools/tpu_job.py (see its flags).
+
+  Its attention is `variant` or `baseline`: exactly one is set.
+  """
   tpu: str
   zone: str
   gcp_project: str
   bucket: str
   tpu_topology: str
-  variant: str
   model_size: str
+  variant: Optional[str] = None
+  baseline: Optional[str] = None
   experiment: str = "c4_glue_superglue"
   t5_version: str = "1.0"
   model_parallelism: Optional[int] = None
@@ -210,12 +300,11 @@ class Job:
     if not self.bucket.startswith("gs://"):
       raise ValueError("--bucket must be a gs:// path, got %r" % self.bucket)
     self.bucket = self.bucket.rstrip("/")
-    if self.variant not in variants.NAMES:
-      raise ValueError("Unknown variant %r; one of %s" %
-                       (self.variant, ", ".join(variants.NAMES)))
+    attention = self.attention  # Checks the names.
     if self.experiment not in EXPERIMENTS:
       raise ValueError("Unknown experiment %r; one of %s" %
                        (self.experiment, ", ".join(EXPERIMENTS)))
+    self.check_causal(attention)
     cores = mesh_defaults.num_cores(self.tpu_topology)
     if self.model_parallelism is None:
       self.model_parallelism = mesh_defaults.model_parallelism(
@@ -229,9 +318,15 @@ class Job:
     return EXPERIMENTS[self.experiment]
 
   @property
+  def attention(self) -> Attention:
+    """The variant or the baseline."""
+    return resolve_attention(self.variant, self.baseline)
+
+  @property
   def root_dir(self) -> str:
     return "%s/synthesizer/%s/%s/%s" % (self.bucket, self.experiment,
-                                        self.model_size, self.variant)
+                                        self.model_size,
+                                        attention_dir(self.attention))
 
   @property
   def pretrain_dir(self) -> str:
@@ -244,6 +339,31 @@ class Job:
   @property
   def mesh_shape(self) -> str:
     return mesh_defaults.mesh_shape(self.tpu_topology, self.model_parallelism)
+
+  def check_causal(self, attention: Attention) -> None:
+    """Refuses a non-causal baseline where the only stack is causal.
+
+    A decoder-only language model has one, causal, self-attention stack. In
+    an encoder-decoder such a baseline's gin file replaces the encoder's
+    self-attention only (the decoder keeps its own); in an encoder-only
+    model ("aligned") nothing is causal.
+
+    Args:
+      attention: the job's attention.
+
+    Raises:
+      ValueError: for a non-causal baseline in a language model.
+    """
+    if (isinstance(attention, baselines.Baseline) and not attention.causal
+        and self.exp.model_type == "lm"):
+      raise ValueError(
+          "%s cannot be used in experiment %s (%s): its model is a "
+          "decoder-only language model (utils.run.model_type = 'lm'), whose "
+          "self-attention is causal, and %s is not causal (encoders and "
+          "encoder-only models only; docs/baselines.md). Choose an "
+          "encoder-decoder or encoder-only experiment." %
+          (describe_attention(attention), self.experiment, self.exp.paper,
+           attention.label))
 
   def check_mesh(self) -> None:
     """Fails early when the model does not split over the mesh."""
@@ -267,27 +387,39 @@ class Job:
         model_dir, tpu_name=self.tpu, gcp_project=self.gcp_project,
         zone=self.zone, tfds_data_dir=self.bucket + "/tensorflow_datasets",
         gin_files=gin_files,
-        gin_params=list(gin_params) + mesh + list(self.extra_gin_params))
+        gin_params=(list(gin_params) + mesh + self.attention_gin_params() +
+                    list(self.extra_gin_params)))
 
-  def variant_gin(self) -> str:
-    return variants.get(self.variant).gin_file
+  def attention_gin(self) -> str:
+    """The variant's or baseline's gin file."""
+    return self.attention.gin_file
+
+  def attention_gin_params(self) -> List[str]:
+    """The experiment's bindings for the job's baseline (none for a variant).
+
+    Returns:
+      e.g. ["LinformerAttention.k = 32"] for Linformer in Table 7.
+    """
+    if self.baseline is None:
+      return []
+    return list(self.exp.baseline_gin_params.get(self.baseline, ()))
 
   def model_gin(self) -> str:
     return MODEL_GIN[self.t5_version][self.model_size]
 
   def pretrain(self) -> stock_cli.Command:
-    """Trains from scratch: model size, experiment file, variant file."""
+    """Trains from scratch: model size, experiment file, attention file."""
     return self._command(
         self.pretrain_dir,
-        [self.model_gin(), self.exp.gin_file, self.variant_gin()],
+        [self.model_gin(), self.exp.gin_file, self.attention_gin()],
         ["utils.run.train_steps = %d" % self.pretrain_steps])
 
   def finetune(self) -> stock_cli.Command:
     """Continues from the last pretrained checkpoint (see module doc)."""
     return self._command(
         self.finetune_dir,
-        # The variant after the operative config, which binds the stacks.
-        ["%s/operative_config.gin" % self.pretrain_dir, self.variant_gin(),
+        # The attention after the operative config, which binds the stacks.
+        ["%s/operative_config.gin" % self.pretrain_dir, self.attention_gin(),
          self.exp.finetune_gin_file],
         ["utils.run.init_checkpoint = %s" %
          _q("%s/model.ckpt-%d" % (self.pretrain_dir, self.pretrain_steps)),
@@ -299,7 +431,8 @@ class Job:
             lengths: tuple) -> stock_cli.Command:
     return self._command(
         model_dir,
-        ["%s/operative_config.gin" % model_dir, self.variant_gin(), gin_file],
+        ["%s/operative_config.gin" % model_dir, self.attention_gin(),
+         gin_file],
         ["MIXTURE_NAME = %s" % _q(mixture),
          "utils.run.dataset_split = %s" % _q(self.exp.eval_split),
          "eval_checkpoint_step = 'all'", _lengths(lengths)])
@@ -358,8 +491,9 @@ class Job:
       Shell text with a comment before each command.
     """
     commands = self.commands(stage)
-    lines = ["# experiment %s (%s); variant %s; T5 %s %s; mesh %s" %
-             (self.experiment, self.exp.paper, self.variant, self.t5_version,
+    lines = ["# experiment %s (%s); %s; T5 %s %s; mesh %s" %
+             (self.experiment, self.exp.paper,
+              describe_attention(self.attention), self.t5_version,
               self.model_size, self.mesh_shape),
              "# create the TPU:",
              stock_cli.format_command(self.create_tpu_command()),
@@ -395,7 +529,36 @@ def run_commands(
   return 0
 
 
+def _table_attentions(
+    table: str, variant_names: Optional[Sequence[str]] = None,
+    baseline_names: Optional[Sequence[str]] = None) -> List[Dict[str, str]]:
+  """The attentions of a table's jobs, as Job keyword arguments.
+
+  Args:
+    table: a key of TABLE_EXPERIMENTS.
+    variant_names: variant names.
+    baseline_names: baseline names.
+
+  Returns:
+    [{"variant": name}, ..., {"baseline": name}, ...]: the given variants
+    and baselines; when neither is given, the variants and baselines the
+    table reports (TABLE_VARIANTS, TABLE_BASELINES).
+
+  Raises:
+    ValueError: for an unknown table.
+  """
+  if table not in TABLE_EXPERIMENTS:
+    raise ValueError("Unknown table %r; one of %s" %
+                     (table, ", ".join(TABLE_EXPERIMENTS)))
+  if variant_names is None and baseline_names is None:
+    variant_names = TABLE_VARIANTS[table]
+    baseline_names = TABLE_BASELINES[table]
+  return ([{"variant": name} for name in variant_names or ()] +
+          [{"baseline": name} for name in baseline_names or ()])
+
+
 def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
+                   baseline_names: Optional[Sequence[str]] = None, *,
                    model_size: str = "base",
                    tpu_topology: str = "2x2") -> List[str]:
   """The commands of one table, as shell text with a comment per job.
@@ -405,20 +568,27 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
 
   Args:
     table: a key of TABLE_EXPERIMENTS.
-    variant_names: variant names (default: those the table reports).
+    variant_names: variant names.
+    baseline_names: baseline names. When neither these nor the variants are
+      given: the variants and baselines the table reports.
     model_size: T5 model size (the paper: base).
     tpu_topology: TPU topology (the paper's Table 4: 2x2 TPU v3).
 
   Returns:
     Lines of shell text.
+
+  Raises:
+    ValueError: for a job that cannot be run, e.g. a non-causal baseline in
+      a table with a language model (see `Job.check_causal`).
   """
   lines = []
   for experiment in TABLE_EXPERIMENTS[table]:
-    for variant in variant_names or TABLE_VARIANTS[table]:
+    for attention in _table_attentions(table, variant_names, baseline_names):
       job = Job(tpu="${TPU}", zone="${ZONE}", gcp_project="${PROJECT}",
                 bucket="gs://${BUCKET}", tpu_topology=tpu_topology,
-                variant=variant, model_size=model_size, experiment=experiment)
-      lines.append("# %s, variant %s" % (job.exp.paper, variant))
+                model_size=model_size, experiment=experiment, **attention)
+      lines.append("# %s, %s" % (job.exp.paper,
+                                 describe_attention(job.attention)))
       for command in job.commands(_TABLE_STAGES.get(table, "all")):
         # The placeholders are for the shell to expand (in double quotes).
         lines.append(stock_cli.format_command(command).replace("\\${", "${"))
