@@ -2,10 +2,13 @@
 # Licensed under the Apache License, Version 2.0.
 """Smoke test of tools/benchmark.py: the quick path at tiny shapes.
 
-Checks that every variant appears in the JSON with sane fields. It makes no
-claim about speed (no timing assertions).
+Checks that every variant and baseline appears in the JSON with sane fields
+(or says why it did not run), that the memory guard skips a model with its
+analytic size, and that the targets evaluate met and missed correctly. It
+makes no claim about speed (no timing assertions).
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,22 +16,28 @@ import sys
 
 import pytest
 
+from mtf_synthesizer.tools_lib import benchmark_report
 from mtf_synthesizer.tools_lib import benchmarking
-
-# Runs the stock CLI or builds many models: `make test-fast` skips it.
-pytestmark = pytest.mark.slow
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                       "tools", "benchmark.py")
+GIB = 2 ** 30
+QUICK_SHAPE = benchmarking.ModelShape(d_model=64, num_heads=2, d_kv=32,
+                                      d_ff=128, num_layers=1)
 
 
+def _variant(name):
+  return {v.name: v for v in benchmarking.all_variants()}[name]
+
+
+@pytest.mark.slow  # runs the script, building every model: not in test-fast
 def test_quick_benchmark_writes_every_variant(tmp_path):
   out = str(tmp_path)
   # The script as users run it (conftest.py puts the working tree on
   # PYTHONPATH).
   assert subprocess.run([sys.executable, SCRIPT, "--quick", "--lengths", "",
-                         "--no_enc_dec", "--no_plot", "--output_dir", out],
-                        check=False).returncode == 0
+                         "--no_enc_dec", "--no_encoder", "--no_plot",
+                         "--output_dir", out], check=False).returncode == 0
   with open(os.path.join(out, "benchmark.json")) as f:
     report = json.load(f)
   assert report["matmul_peak_flops"] > 0
@@ -37,11 +46,19 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
            if v.name not in benchmarking.ALIASES and
            v.name not in benchmarking.SKIPPED]
   assert sorted(block["results"]) == sorted(names)
+  assert {"LightConv", "DyConv", "Local", "Linformer"} <= set(names)
+  # Linformer cannot be causal: not built in the LM, and says why.
+  linformer = block["results"]["Linformer"]
+  assert linformer["skip_kind"] == "not causal", linformer
+  assert "not causal" in linformer["skipped"]
   for name, entry in block["results"].items():
+    if name == "Linformer":
+      continue
     if "error" in entry:
       # Only the release's layer may fail (it hard-codes 512 positions).
       assert entry["family"] == "release", (name, entry["error"])
       continue
+    assert "skipped" not in entry, (name, entry["skipped"])
     assert entry["step_s"] > 0 and entry["tokens_per_s"] > 0, name
     assert entry["speed_vs_v"] > 0, name
     # None when load noise exceeded the decoding time difference.
@@ -51,6 +68,10 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
     assert entry["peak_step_bytes"] > 0 and entry["state_bytes"] > 0, name
     assert 0 < entry["mfu"] < 10, name
     assert entry["top_ops"], name
+    assert entry["memory_estimate"]["largest_bytes"] > 0, name
+  # The baselines that decode do (the convolutions and Local).
+  for name in ("LightConv", "DyConv", "Local"):
+    assert block["results"][name]["decodes"], name
   assert block["results"]["V"]["time_ratio"] == 1.0
   # The vanilla layer has the most parameters in the attention, R none of
   # its q/k: a sanity check of the parameter count, not of speed.
@@ -59,3 +80,177 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
   with open(os.path.join(out, "benchmark.md")) as f:
     table = f.read()
   assert "| R+V |" in table and "## Targets" in table
+  assert "| LightConv |" in table and "| Linformer | not run: " in table
+  assert "slowest models" in table
+
+
+@pytest.mark.slow  # builds three models
+def test_linformer_runs_in_the_encoder_only_model():
+  block = benchmark_report.Block(
+      "encoder-only 16x2", dataclasses.replace(QUICK_SHAPE, causal=False),
+      benchmarking.RunShape(16, 2), ["V", "Linformer", "LightConv"],
+      rounds=1, steps=1)
+  results = benchmark_report.run_block(block, 1e10, lambda _: None)[
+      "results"]
+  for name in ("V", "Linformer", "LightConv"):
+    assert "skipped" not in results[name] and "error" not in results[name], (
+        name, results[name])
+    assert results[name]["step_s"] > 0, name
+
+
+def test_memory_estimate_is_the_analytic_size():
+  shape = benchmarking.ModelShape()
+  run = benchmarking.RunShape(8192, 1)
+  v = benchmarking.estimate_memory(_variant("V"), shape, run)
+  # V's attention logits: [batch 1, heads 8, 8192, 8192] float32.
+  assert v.largest_bytes == 4 * 8 * 8192 * 8192 == 2 * GIB
+  assert "[batch 1, heads 8, 8192, 8192] float32" in v.largest
+  # R's tables are state ([heads, N, N] per layer, 2 layers).
+  r = benchmarking.estimate_memory(_variant("R"), shape, run)
+  assert r.state_bytes == 2 * 4 * 8 * 8192 * 8192
+  # FD holds more logits-sized tensors than V; the convolutions none.
+  fd = benchmarking.estimate_memory(_variant("FD"), shape, run)
+  assert fd.step_bytes > v.step_bytes
+  conv = benchmarking.estimate_memory(_variant("LightConv"), shape, run)
+  assert conv.largest_bytes < v.largest_bytes / 10
+  linformer = benchmarking.estimate_memory(_variant("Linformer"), shape, run)
+  assert linformer.largest_bytes < v.largest_bytes / 10
+
+
+def test_guard_reports_a_model_that_does_not_fit_with_its_size():
+  shape = benchmarking.ModelShape()
+  run = benchmarking.RunShape(8192, 1)
+  estimate = benchmarking.estimate_memory(_variant("V"), shape, run)
+  reason = benchmarking.memory_skip_reason(estimate, budget=GIB)
+  assert "largest tensor" in reason and "2.0 GiB" in reason, reason
+  assert "budget 1.0 GiB" in reason, reason
+  assert benchmarking.memory_skip_reason(estimate, budget=100 * GIB) is None
+  total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  assert 0 < benchmarking.memory_budget_bytes(0.5) <= 0.5 * total
+  names = ["V", "V(ours)", "R", "Fix", "D", "FD"]
+  estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
+               for n in names}
+  # A budget just above V's: FD does not fit; R and Fix fit, but not with
+  # their 4 GiB of tables beside V's step, so they are timed apart.
+  budget = estimates["V"].total_bytes + GIB
+  groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
+  assert list(skipped) == ["FD"] and "would not fit" in skipped["FD"]
+  assert "20.5 GiB" in skipped["FD"], skipped["FD"]
+  assert apart == ["R", "Fix"]
+  assert groups == [["V(ours)", "D"]]
+  # With room for one table beside V's step, everything runs with V; R's
+  # and Fix's tables are not resident together, and FD's step (the
+  # largest) does not fit beside either.
+  budget = estimates["V"].total_bytes + estimates["R"].state_bytes + GIB
+  groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
+  assert not skipped and not apart
+  assert groups == [["V(ours)", "R", "D"], ["Fix"], ["FD"]]
+
+
+def test_run_block_skips_what_does_not_fit_without_building():
+  block = benchmark_report.Block(
+      "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
+      ["V", "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
+  # A 1 KiB budget: nothing fits, nothing is built, each row says why.
+  out = benchmark_report.run_block(block, 1e10, lambda _: None,
+                                   memory_budget=1024)
+  results = out["results"]
+  assert results["V"]["skip_kind"] == "memory"
+  assert "would not fit" in results["V"]["skipped"]
+  assert "the reference V" in results["R"]["skipped"]
+  assert results["Linformer"]["skip_kind"] == "not causal"
+  blocks = {block.name: out}
+  # A target on a model that did not run is missed, with the reason.
+  targets = benchmark_report.check_targets(
+      blocks, {"peak_ratio": [{"every_block": "sweep", "model": "R",
+                               "max": 0.6}]})
+  assert [c["met"] for c in targets] == [False]
+  assert "would not fit" in targets[0]["detail"]
+  report = {"machine": "m", "threads": 2, "tf_version": "t",
+            "matmul_size": 8, "matmul_peak_flops": 1e10, "runtime_s": 1.0,
+            "blocks": blocks, "targets": targets}
+  text = benchmark_report.markdown(report)
+  assert "| V | not run: would not fit in memory" in text, text
+  assert "| **no** | not run: " in text, text
+
+
+def _entry(**values):
+  entry = {"family": "ours"}
+  entry.update(values)
+  return entry
+
+
+def _blocks():
+  """Hand-made results of three blocks."""
+  def block(results, decode=True):
+    return {"decode_steps": [1, 17] if decode else None, "results": results}
+  return {
+      "reference 512x4": block({
+          "V": _entry(family="mesh", speed_vs_v=1.0, decode_speed_vs_v=1.0,
+                      peak_ratio=1.0, total_ratio=1.0),
+          "R+V": _entry(speed_vs_v=1.2, decode_speed_vs_v=0.9),
+          "D+V": _entry(speed_vs_v=1.0, decode_speed_vs_v=1.1),
+          "FD": _entry(speed_vs_v=1.0, peak_ratio=1.2, total_ratio=1.2)}),
+      "sweep 2048x1": block({
+          "R": _entry(speed_vs_v=1.9, decode_speed_vs_v=1.3),
+          "FD": _entry(peak_ratio=0.9, total_ratio=0.9)}),
+      "sweep 8192x1": block({
+          "R": _entry(speed_vs_v=2.6, decode_speed_vs_v=None,
+                      peak_ratio=0.5, total_ratio=0.7),
+          "Fix": _entry(speed_vs_v=4.0),
+          "FD": _entry(skipped="would not fit in memory: ...",
+                       skip_kind="memory")}),
+      "encoder-only 512x4": block({"R": _entry(speed_vs_v=0.5)},
+                                  decode=False),
+  }
+
+
+def test_target_kinds_evaluate_met_and_missed():
+  targets = {
+      "speed_vs_v": [{"block": "sweep 8192x1", "model": "R", "min": 2.5},
+                     {"block": "sweep 8192x1", "model": "Fix", "min": 5.0},
+                     {"block": "sweep 16384x1", "model": "R", "min": 1.0}],
+      "decode_vs_v": [
+          {"block": "reference", "models": ["R+V", "D+V"], "min": 1.0},
+          {"every_block": "sweep", "models": ["R"], "min": 1.0},
+          {"every_block": "encoder", "model": "R", "min": 1.0}],
+      "peak_ratio": [{"block": "reference", "model": "FD", "max": 1.0},
+                     {"every_block": "sweep", "model": "FD", "max": 1.0},
+                     {"block": "sweep 8192x1", "model": "R", "max": 0.6}],
+      "every_variant_runs": ["sweep 8192x1"],
+  }
+  checks = benchmark_report.check_targets(_blocks(), targets)
+  verdicts = {(c["block"], c["target"].split()[0], c["target"].split()[1]):
+              c for c in checks}
+  met = {key: c["met"] for key, c in verdicts.items()}
+  assert met == {
+      ("sweep 8192x1", "R", "training"): True,       # 2.6 >= 2.5
+      ("sweep 8192x1", "Fix", "training"): False,    # 4.0 < 5.0
+      ("reference 512x4", "R+V", "decode"): False,   # 0.9 < 1.0
+      ("reference 512x4", "D+V", "decode"): True,
+      ("sweep 2048x1", "R", "decode"): True,
+      ("sweep 8192x1", "R", "decode"): False,        # not measured
+      ("reference 512x4", "FD", "step"): False,      # 1.2 > 1.0
+      ("sweep 2048x1", "FD", "step"): True,
+      ("sweep 8192x1", "FD", "step"): False,         # skipped for memory
+      ("sweep 8192x1", "R", "step"): True,           # 0.5 <= 0.6
+      ("sweep 8192x1", "every", "variant"): False,   # FD skipped
+  }
+  # Blocks that did not run, and blocks that do not decode, are left out.
+  assert not any(c["block"] == "encoder-only 512x4" for c in checks)
+  skipped = verdicts[("sweep 8192x1", "FD", "step")]
+  assert "would not fit" in skipped["detail"]
+  assert skipped["measure"] == "memory"
+  assert "no measurement" in verdicts[("sweep 8192x1", "R", "decode")][
+      "detail"]
+
+
+def test_targets_file_parses_and_names_known_kinds():
+  with open(os.path.join(os.path.dirname(SCRIPT),
+                         "benchmark_targets.json")) as f:
+    targets = json.load(f)
+  kinds = set(benchmark_report.RATIO_TARGETS) | {
+      "description", "ours_vs_release", "every_variant_runs"}
+  assert set(targets) <= kinds
+  # Evaluating on no results leaves everything out, without errors.
+  assert benchmark_report.check_targets({}, targets) == []

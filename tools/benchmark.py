@@ -3,17 +3,23 @@
 r"""Speed and memory of every Synthesizer variant against vanilla attention.
 
 Every variant of `mtf_synthesizer/variants.py`, mesh's own SelfAttention
-(the reference, "V") and the release's synthesize modes are timed in
-interleaved rounds at one or more data shapes; see docs/benchmark.md, and
+(the reference, "V"), the release's synthesize modes and the baselines of
+`mtf_synthesizer/baselines.py` are timed in interleaved rounds at one or
+more data shapes; see docs/benchmark.md, and
 `mtf_synthesizer/tools_lib/benchmarking.py` and `benchmark_report.py` for
 what is measured and how. Writes benchmark.json, benchmark.md and
 benchmark.png to --output_dir. The targets in benchmark_targets.json (beside
 this script) only add verdicts to the report.
 
-Full run (about 20 minutes on 2 CPU cores):
+Full run (reference, sweep 128-4096, encoder-only, T5-small; see
+docs/benchmark.md for its time):
   PYTHONPATH=. .venv/bin/python tools/benchmark.py
 
-Smoke test at tiny shapes (about 1-2 minutes):
+The 8192 x 1 block, in its own process:
+  PYTHONPATH=. .venv/bin/python tools/benchmark.py --no_reference \
+      --no_enc_dec --no_encoder --lengths 8192 --output_dir runs/bench_8192
+
+Smoke test at tiny shapes (a few minutes; about 10 under a load of 5-10):
   PYTHONPATH=. .venv/bin/python tools/benchmark.py --quick \
       --output_dir /tmp/bench_quick
 """
@@ -47,8 +53,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="skip the encoder-decoder block")
   parser.add_argument("--no_reference", action="store_true",
                       help="skip the reference block (all variants)")
+  parser.add_argument("--no_encoder", action="store_true",
+                      help="skip the encoder-only blocks (where Linformer, "
+                      "which cannot be causal, runs)")
+  parser.add_argument("--long", action="store_true",
+                      help="add the %d x 1 block to the sweep (slow: a "
+                      "training step of V takes tens of seconds)" %
+                      benchmark_report.LONG_LENGTH)
+  parser.add_argument("--memory_fraction", type=float, default=0.75,
+                      help="memory budget as a fraction of the total RAM "
+                      "(at most the memory available at the start): a "
+                      "model whose estimated memory exceeds it is skipped "
+                      "with its analytic size")
   parser.add_argument("--variants", default=None,
-                      help="comma-separated subset of the sweep variants")
+                      help="comma-separated subset of the variants, named "
+                      "as in the tables (V, the reference, is always kept)")
   parser.add_argument("--no_plot", action="store_true")
   parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
   parser.add_argument("--targets", default=TARGETS,
@@ -63,7 +82,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lengths = None
   if args.lengths is not None:
     lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
-  blocks = benchmark_report.plan(args.quick, lengths, not args.no_enc_dec)
+  blocks = benchmark_report.plan(args.quick, lengths, not args.no_enc_dec,
+                                 encoder=not args.no_encoder, long=args.long)
+  budget = benchmarking.memory_budget_bytes(args.memory_fraction)
   if args.no_reference:
     blocks = [b for b in blocks if not b.name.startswith("reference")]
   if args.variants:
@@ -85,11 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
   matmul_size = 512 if args.quick else 2048
   peaks = [benchmarking.matmul_peak_flops(matmul_size, threads=args.threads)]
-  log("matmul peak %.1f GFLOP/s" % (peaks[0] / 1e9))
+  log("matmul peak %.1f GFLOP/s; memory budget %s" % (
+      peaks[0] / 1e9, benchmarking.gib(budget)))
   results = {}
   for block in blocks:
     log("%s: %d models" % (block.name, len(block.variants)))
-    results[block.name] = benchmark_report.run_block(block, peaks[0], log)
+    results[block.name] = benchmark_report.run_block(block, peaks[0], log,
+                                                     memory_budget=budget)
     write(final=False)
   peaks.append(benchmarking.matmul_peak_flops(matmul_size,
                                               threads=args.threads))

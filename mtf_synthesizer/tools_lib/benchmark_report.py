@@ -14,13 +14,14 @@ such as tools/benchmark_targets.json) only add verdicts to the report.
 """
 
 import dataclasses
+import gc
 import json
 import os
 import platform
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
@@ -32,14 +33,15 @@ RunShape = benchmarking.RunShape
 
 
 def sweep_variants() -> List[str]:
-  """The variants timed in the length sweep (the table's, some release's)."""
-  return benchmarking.table_names() + [
-      "release:" + m for m in benchmarking.SWEEP_RELEASE_MODES]
+  """The length sweep's variants: the table's, some release's, baselines."""
+  return (benchmarking.table_names() +
+          ["release:" + m for m in benchmarking.SWEEP_RELEASE_MODES] +
+          benchmarking.baseline_names())
 
 
 def enc_dec_variants() -> List[str]:
-  """The variants timed at the encoder-decoder shape: the table's."""
-  return benchmarking.table_names()
+  """The variants timed at the encoder(-decoder) shapes: table, baselines."""
+  return benchmarking.table_names() + benchmarking.baseline_names()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +68,22 @@ class Block:
   decode_rounds: int = 3
 
 
-def plan(quick: bool, lengths: Optional[Sequence[int]],
-         enc_dec: bool) -> List[Block]:
+# The sweep's lengths; LONG_LENGTH is added by plan(long=True).
+SWEEP_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
+LONG_LENGTH = 8192
+
+
+def plan(quick: bool, lengths: Optional[Sequence[int]], enc_dec: bool,
+         encoder: bool = True, long: bool = False) -> List[Block]:
   """The blocks of a full or quick run.
 
   Args:
     quick: tiny shapes, 1-2 rounds.
     lengths: the sweep's lengths; None for the default ones.
     enc_dec: add the encoder-decoder block.
+    encoder: add the encoder-only blocks (where Linformer runs).
+    long: add LONG_LENGTH to the sweep (its own block; slow: a training
+      step of V takes tens of seconds there).
 
   Returns:
     The blocks, in the order to run them.
@@ -83,14 +93,19 @@ def plan(quick: bool, lengths: Optional[Sequence[int]],
                 v.name not in benchmarking.SKIPPED]
   if quick:
     shape = benchmarking.ModelShape(d_model=64, num_heads=2, d_kv=32, d_ff=128,
-                                 num_layers=1)
+                                    num_layers=1)
     blocks = [Block("reference 64x2", shape, benchmarking.RunShape(64, 2),
                     everything, rounds=2, steps=1, decode=(1, 3),
                     decode_rounds=1)]
     for length in (lengths if lengths is not None else (32, 128)):
       blocks.append(Block("sweep %dx1" % length, shape,
                           benchmarking.RunShape(length, 1), sweep_variants(),
-                          rounds=2, steps=1))
+                          rounds=2, steps=1, decode=(1, 3), decode_rounds=1))
+    if encoder:
+      blocks.append(Block(
+          "encoder-only 64x2", dataclasses.replace(shape, causal=False),
+          benchmarking.RunShape(64, 2), enc_dec_variants(), rounds=1,
+          steps=1))
     if enc_dec:
       blocks.append(Block(
           "enc-dec 32x1->16", dataclasses.replace(shape, encoder_layers=1),
@@ -101,14 +116,25 @@ def plan(quick: bool, lengths: Optional[Sequence[int]],
   blocks = [Block("reference 512x4", shape, benchmarking.RunShape(512, 4),
                   everything, rounds=3, steps=1, decode=(1, 17),
                   decode_rounds=2)]
-  # Longest first (the memory target is at the longest); results are written
-  # after each block, so an interrupted run keeps what it measured.
-  for length in sorted(lengths if lengths is not None else
-                       (128, 256, 512, 1024, 2048, 4096), reverse=True):
+  lengths = list(lengths if lengths is not None else SWEEP_LENGTHS)
+  if long and LONG_LENGTH not in lengths:
+    lengths.append(LONG_LENGTH)
+  # Longest first (the memory targets are at the longest); results are
+  # written after each block, so an interrupted run keeps what it measured.
+  for length in sorted(lengths, reverse=True):
     blocks.append(Block("sweep %dx1" % length, shape,
                         benchmarking.RunShape(length, 1), sweep_variants(),
                         rounds=2 if length >= 2048 else 3,
-                        steps=1 if length > 256 else 2))
+                        steps=1 if length > 256 else 2, decode=(1, 17),
+                        decode_rounds=2 if length >= 2048 else 3))
+  if encoder:
+    encoder_only = dataclasses.replace(shape, causal=False)
+    blocks.append(Block("encoder-only 512x4", encoder_only,
+                        benchmarking.RunShape(512, 4), enc_dec_variants(),
+                        rounds=2, steps=1))
+    blocks.append(Block("encoder-only 2048x1", encoder_only,
+                        benchmarking.RunShape(2048, 1), enc_dec_variants(),
+                        rounds=2, steps=1))
   if enc_dec:
     t5_small = dataclasses.replace(shape, num_layers=6, encoder_layers=6)
     blocks.append(Block("T5-small enc-dec 512x2->128", t5_small,
@@ -122,111 +148,270 @@ def _median(values: Sequence[float]) -> Optional[float]:
   return statistics.median(values) if values else None
 
 
+def _first_message(e: Exception) -> str:
+  message = str(e).strip().splitlines()
+  return "%s: %s" % (type(e).__name__, message[0][:300] if message else "")
+
+
+def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
+                  budget: int
+                  ) -> Tuple[List[List[str]], List[str], Dict[str, str]]:
+  """Splits a block's models into groups that fit in memory beside V.
+
+  V (the reference) stays built while the groups run; the models of a group
+  are built together and timed in rounds with V, then closed. A group fits
+  when V's and its models' length-dependent variables plus the largest step
+  peak among them are within the budget (steps run one at a time). First
+  fit, in the block's order: without R's large tables every model fits in
+  one group. A model that fits alone but not beside V (R's tables while V
+  steps) is timed apart, after V is closed; one that does not fit even
+  alone is skipped.
+
+  Args:
+    estimates: the models' MemoryEstimates by name, V's included.
+    budget: bytes.
+
+  Returns:
+    (groups of names without V, names timed apart from V, {name: why it is
+    skipped}).
+  """
+  ref = estimates[V]
+  reason = benchmarking.memory_skip_reason(ref, budget)
+  if reason:
+    return [], [], {name: (reason if name == V else
+                           "not run: the reference V " + reason)
+                    for name in estimates}
+
+  def fits(members):
+    members = members + [ref]
+    return (sum(e.state_bytes for e in members) +
+            max(e.step_bytes for e in members)) <= budget
+
+  groups: List[List[str]] = []
+  apart: List[str] = []
+  skipped = {}
+  for name, estimate in estimates.items():
+    if name == V:
+      continue
+    if not fits([estimate]):
+      reason = benchmarking.memory_skip_reason(estimate, budget)
+      if reason:
+        skipped[name] = reason
+      else:
+        apart.append(name)
+      continue
+    for group in groups:
+      if fits([estimates[n] for n in group] + [estimate]):
+        group.append(name)
+        break
+    else:
+      groups.append([name])
+  return groups, apart, skipped
+
+
+def _build(variant: benchmarking.Variant, block: Block, entry: Dict,
+           log: Callable[[str], None]
+           ) -> Optional[benchmarking.BuiltModel]:
+  """Builds and warms up one model; records its error, returns None."""
+  start = time.perf_counter()
+  decode = bool(block.decode)
+  try:
+    try:
+      model = benchmarking.build_model(variant, block.shape, block.run,
+                                       decode=decode)
+    except Exception as e:  # pylint: disable=broad-except
+      if not decode:
+        raise
+      # It may train without decoding: time the training step alone.
+      entry["decode_error"] = _first_message(e)
+      decode = False
+      model = benchmarking.build_model(variant, block.shape, block.run)
+    model.train(1)  # warm-up; also fails here if the layer cannot run
+  except Exception as e:  # pylint: disable=broad-except
+    entry["error"] = _first_message(e)
+    log("  %-26s FAILS (%s)" % (variant.name, entry["error"][:120]))
+    return None
+  if decode:
+    try:
+      for steps in block.decode:
+        model.decode(steps)
+    except Exception as e:  # pylint: disable=broad-except
+      entry["decode_error"] = _first_message(e)
+      decode = False
+  entry["decodes"] = decode
+  entry.update(params=model.num_params, flops_per_step=model.flops,
+               state_bytes=model.state_bytes,
+               build_s=round(time.perf_counter() - start, 2))
+  log("  %-26s built in %.1fs%s" % (
+      variant.name, entry["build_s"],
+      "" if decode or not block.decode else " (decoding fails: %s)" %
+      entry.get("decode_error", "")[:80]))
+  return model
+
+
+def _time_group(block: Block, models: Dict[str, benchmarking.BuiltModel],
+                entries: Dict[str, Dict], times: Dict[str, List],
+                log: Callable[[str], None]) -> None:
+  """Interleaved training (and decoding) rounds of V and one group.
+
+  Appends (model time, V's time in the same round) pairs to
+  times[name]["train"] and ["decode"]; V's time is None for a model timed
+  apart from V (models without V).
+  """
+  names = list(models)
+  for r in range(block.rounds):
+    order = names[r % len(names):] + names[:r % len(names)]
+    measured = {name: models[name].train(block.steps) for name in order}
+    for name in names:
+      times[name]["train"].append((measured[name], measured.get(V)))
+    log("  round %d/%d: %s %.3fs/step" % (r + 1, block.rounds, names[0],
+                                         measured[names[0]]))
+  if not block.decode:
+    return
+  short, long_ = block.decode
+  decoding = [n for n in names if entries[n].get("decodes")]
+  if not decoding or (V in models and V not in decoding):
+    return  # nothing to decode, or no reference to compare with
+  for r in range(block.decode_rounds):
+    order = decoding[r % len(decoding):] + decoding[:r % len(decoding)]
+    measured = {}
+    for name in order:
+      t_long = models[name].decode(long_)
+      t_short = models[name].decode(short)
+      # Under heavy load the difference can be <= 0: not a measurement.
+      diff = t_long - t_short
+      measured[name] = diff if diff > 0 else None
+    for name in decoding:
+      times[name]["decode"].append((measured[name], measured.get(V)))
+  log("  decoding: %d rounds done" % block.decode_rounds)
+
+
 def run_block(block: Block, peak_flops: float,
-              log: Callable[[str], None]) -> Dict:
+              log: Callable[[str], None],
+              memory_budget: Optional[int] = None) -> Dict:
   """Builds, times and traces every model of one block.
+
+  Models that cannot run in this block are not built and say why: a
+  non-causal layer in a decoder-only LM, or a model whose estimated memory
+  (benchmarking.estimate_memory) exceeds the budget. The others are timed
+  in groups that fit in memory beside V (memory_groups; one group unless R's
+  tables are large), each in interleaved rounds with V; models that fit
+  only without V are timed apart after it ("timed_apart": their ratios are
+  to V's median time over the block, not to V's time in the same round).
 
   Args:
     block: what to run.
     peak_flops: the machine's matmul FLOP/s, for MFU.
     log: prints a progress line.
+    memory_budget: bytes the models may use; None for
+      benchmarking.memory_budget_bytes().
 
   Returns:
     The block's entry of the report; "results" maps each variant to its
-    numbers (or its "error").
+    numbers, its "error" or why it was "skipped".
   """
+  if memory_budget is None:
+    memory_budget = benchmarking.memory_budget_bytes()
   by_name = {v.name: v for v in benchmarking.all_variants()}
-  models: Dict[str, benchmarking.BuiltModel] = {}
   results: Dict[str, Dict] = {}
-  for name in block.variants:
+  estimates = {}
+  for name in [V] + [n for n in block.variants if n != V]:
     variant = by_name[name]
-    entry = {"family": variant.family, "mode": variant.mode}
-    results[name] = entry
-    start = time.perf_counter()
-    try:
-      model = benchmarking.build_model(variant, block.shape, block.run,
-                                    decode=bool(block.decode))
-      model.train(1)  # warm-up; also fails here if the layer cannot run
-      if block.decode:
-        for steps in block.decode:
-          model.decode(steps)
-    except Exception as e:  # pylint: disable=broad-except
-      message = str(e).strip().splitlines()
-      entry["error"] = "%s: %s" % (type(e).__name__,
-                                   message[0][:300] if message else "")
-      log("  %-26s FAILS (%s)" % (name, entry["error"][:120]))
-      continue
-    models[name] = model
-    entry.update(params=model.num_params, flops_per_step=model.flops,
-                 state_bytes=model.state_bytes,
-                 build_s=round(time.perf_counter() - start, 2))
-    log("  %-26s built in %.1fs" % (name, entry["build_s"]))
-  if V not in models:
+    estimate = benchmarking.estimate_memory(variant, block.shape, block.run)
+    results[name] = {"family": variant.family, "mode": variant.mode,
+                     "memory_estimate": dataclasses.asdict(estimate)}
+    reason = benchmarking.not_causal_reason(variant, block.shape)
+    if reason:
+      results[name].update(skipped=reason, skip_kind="not causal")
+      log("  %-26s skipped: %s" % (name, reason[:100]))
+    else:
+      estimates[name] = estimate
+  groups, apart, too_big = memory_groups(estimates, memory_budget)
+  for name, reason in too_big.items():
+    results[name].update(skipped=reason, skip_kind="memory")
+    log("  %-26s skipped: %s" % (name, reason))
+  block_info = {"shape": dataclasses.asdict(block.shape),
+                "model": block.shape.label,
+                "run": dataclasses.asdict(block.run),
+                "tokens_per_step": block.run.tokens, "rounds": block.rounds,
+                "steps_per_round": block.steps,
+                "decode_steps": list(block.decode) if block.decode else None,
+                "memory_budget_bytes": memory_budget, "groups": groups,
+                "timed_apart": apart, "results": results}
+  if V in too_big:
+    return block_info
+  reference = _build(by_name[V], block, results[V], log)
+  if reference is None:
     raise RuntimeError("vanilla failed at %s" % block.name)
+  times = {name: {"train": [], "decode": []} for name in results}
+  traces = {V: reference.trace_train()}
+  if len(groups) > 1:
+    log("  %d memory groups: %s" % (len(groups), groups))
+  for index, group in enumerate(groups or [[]]):
+    models = {V: reference}
+    for name in group:
+      model = _build(by_name[name], block, results[name], log)
+      if model is not None:
+        models[name] = model
+        results[name]["group"] = index
+    _time_group(block, models, results, times, log)
+    for name in group:
+      if name in models:
+        traces[name] = models[name].trace_train()
+        models[name].close()
+    del models
+    gc.collect()  # the closed sessions' memory, before the next group
+  reference.close()
+  if apart:
+    log("  timed apart from V (V closed): %s" % apart)
+  for name in apart:
+    model = _build(by_name[name], block, results[name], log)
+    if model is None:
+      continue
+    results[name]["timed_apart"] = True
+    _time_group(block, {name: model}, results, times, log)
+    traces[name] = model.trace_train()
+    model.close()
+    del model
+    gc.collect()
 
-  names = list(models)
-  train_times = {n: [] for n in names}
-  decode_times = {n: [] for n in names}
-  for r in range(block.rounds):
-    order = names[r % len(names):] + names[:r % len(names)]
-    for name in order:
-      train_times[name].append(models[name].train(block.steps))
-    log("  round %d/%d: V %.3fs/step" % (r + 1, block.rounds,
-                                        train_times[V][-1]))
-  if block.decode:
-    short, long_ = block.decode
-    for r in range(block.decode_rounds):
-      order = names[r % len(names):] + names[:r % len(names)]
-      for name in order:
-        t_long = models[name].decode(long_)
-        t_short = models[name].decode(short)
-        # Under heavy load the difference can be <= 0: not a measurement.
-        diff = t_long - t_short
-        decode_times[name].append(diff if diff > 0 else None)
-    log("  decoding: %d rounds done" % block.decode_rounds)
-
-  traces = {}
-  for name in names:
-    traces[name] = models[name].trace_train()
   tokens = block.run.tokens
-  for name in names:
+  # Models timed apart from V are compared with V's median over the block.
+  v_train = _median([t for t, _ in times[V]["train"]])
+  v_decode = _median([t for t, _ in times[V]["decode"]])
+  for name, trace in traces.items():
     entry = results[name]
-    times = train_times[name]
-    ratios = [t / tv for t, tv in zip(times, train_times[V])]
-    step_s = _median(times)
+    pairs = times[name]["train"]
+    ratios = [t / (tv or v_train) for t, tv in pairs]
+    step_s = _median([t for t, _ in pairs])
     entry.update(
-        step_s=step_s, step_s_rounds=times,
+        step_s=step_s, step_s_rounds=[t for t, _ in pairs],
         steps_per_s=1.0 / step_s, tokens_per_s=tokens / step_s,
         time_ratio=_median(ratios),
         speed_vs_v=_median([1.0 / x for x in ratios]),
+        flops_per_s=entry["flops_per_step"] / step_s,
         mfu=entry["flops_per_step"] / step_s / peak_flops,
-        peak_step_bytes=benchmarking.peak_step_bytes(traces[name]),
-        top_ops=benchmarking.top_ops(traces[name]),
-        top_allocations=benchmarking.top_allocations(traces[name]))
+        peak_step_bytes=benchmarking.peak_step_bytes(trace),
+        top_ops=benchmarking.top_ops(trace),
+        traced_op_ms=benchmarking.traced_op_ms(trace),
+        top_allocations=benchmarking.top_allocations(trace))
     if block.decode:
       steps = block.decode[1] - block.decode[0]
-      per_token = _median([t / steps for t in decode_times[name] if t])
+      pairs = times[name]["decode"]
+      per_token = _median([t / steps for t, _ in pairs if t])
       entry.update(
           decode_tokens_per_s=block.run.batch / per_token if per_token
           else None,
-          decode_speed_vs_v=_median(
-              [tv / t for t, tv in zip(decode_times[name], decode_times[V])
-               if t and tv]))
+          decode_speed_vs_v=_median([(tv or v_decode) / t for t, tv in pairs
+                                     if t and (tv or v_decode)]))
   peak_v = results[V]["peak_step_bytes"]
-  for name in names:
+  for name in traces:
     entry = results[name]
     entry["peak_ratio"] = (entry["peak_step_bytes"] / peak_v
                            if peak_v > 0 else None)
     entry["total_bytes"] = entry["peak_step_bytes"] + entry["state_bytes"]
     entry["total_ratio"] = entry["total_bytes"] / results[V]["total_bytes"]
-  for model in models.values():
-    model.close()
-  return {"shape": dataclasses.asdict(block.shape),
-          "model": block.shape.label, "run": dataclasses.asdict(block.run),
-          "tokens_per_step": tokens, "rounds": block.rounds,
-          "steps_per_round": block.steps,
-          "decode_steps": list(block.decode) if block.decode else None,
-          "results": results}
+  return block_info
 
 
 def _get(blocks: Dict, block_name: Optional[str], model: str, key: str):
@@ -241,8 +426,83 @@ def _block_named(blocks: Dict, name: str) -> Optional[str]:
   return next((k for k in blocks if k.startswith(name)), None)
 
 
+# Target kinds that bound one measure of models at blocks: the measure's key
+# in a result, ">=" (at least "min") or "<=" (at most "max"), what the report
+# calls it, and "time" or "memory" (which breakdown explains a miss).
+RATIO_TARGETS = {
+    "speed_vs_v": ("speed_vs_v", "training speed", "time"),
+    "decode_vs_v": ("decode_speed_vs_v", "decode speed", "time"),
+    "peak_ratio": ("peak_ratio", "step peak memory", "memory"),
+}
+
+
+def _target_blocks(blocks: Dict, target: Dict) -> List[str]:
+  """The blocks a target applies to, among those that ran.
+
+  Args:
+    blocks: the report's blocks.
+    target: with "block" (a block's name, or a prefix: its first match) or
+      "every_block" (a prefix: every block that starts with it).
+
+  Returns:
+    Block names (none when no such block ran).
+  """
+  if "every_block" in target:
+    return [k for k in blocks if k.startswith(target["every_block"])]
+  name = _block_named(blocks, target["block"])
+  return [name] if name else []
+
+
+def _ratio_checks(blocks: Dict, kind: str, target: Dict) -> List[Dict]:
+  """Evaluates one target of a RATIO_TARGETS kind at each of its blocks."""
+  key, what, measure = RATIO_TARGETS[kind]
+  models = target.get("models") or [target["model"]]
+  if "min" in target:
+    bound, op, holds = target["min"], ">=", lambda x, b: x >= b
+  else:
+    bound, op, holds = target["max"], "<=", lambda x, b: x <= b
+  out = []
+  for block in _target_blocks(blocks, target):
+    block_results = blocks[block]["results"]
+    if kind == "decode_vs_v" and not blocks[block].get("decode_steps"):
+      continue  # this block does not decode
+    for model in models:
+      entry = block_results.get(model)
+      if entry is None:
+        continue  # not part of this run (e.g. --variants)
+      label = "%s %s %s %.2fx V at %s" % (model, what, op, bound, block)
+      value = entry.get(key)
+      if value is not None:
+        met = holds(value, bound)
+        # Three digits where two would read as the bound itself.
+        spec = "%.3f" if "%.2f" % value == "%.2f" % bound else "%.2f"
+        detail = (spec + "x") % value
+        if kind == "peak_ratio" and entry.get("total_ratio") is not None:
+          detail = ("step peak " + spec + "x V; with variables and slots "
+                    "%.2fx V") % (value, entry["total_ratio"])
+      else:
+        # A target that was not measured is not met: say why.
+        met = False
+        detail = ("not run: %s" % entry["skipped"] if "skipped" in entry
+                  else "fails: %s" % entry["error"] if "error" in entry
+                  else "decoding fails: %s" % entry["decode_error"]
+                  if "decode_error" in entry
+                  else "no measurement (load noise exceeded the difference)")
+      out.append({"target": label, "met": met, "detail": detail,
+                  "models": [model, V], "block": block,
+                  "measure": measure})
+  return out
+
+
 def check_targets(blocks: Dict, targets: Dict) -> List[Dict]:
   """The targets, evaluated on this run's numbers.
+
+  Target kinds (see tools/benchmark_targets.json): "ours_vs_release"
+  ({"block"}), "every_variant_runs" ([block names]), and the kinds of
+  RATIO_TARGETS, each a list of {"model" or "models", "block" or
+  "every_block", "min" or "max"}. A ratio target at a block that ran is met
+  only when measured: a model skipped, failed or unmeasured there misses it,
+  with the reason as its detail.
 
   Args:
     blocks: the report's blocks (run_block's results by block name).
@@ -250,8 +510,8 @@ def check_targets(blocks: Dict, targets: Dict) -> List[Dict]:
       not run are left out.
 
   Returns:
-    One dict per target: "target", "met", "detail", "models" (those
-    involved), "block" and "measure" ("time" or "memory").
+    One dict per target and block: "target", "met", "detail", "models"
+    (those involved), "block" and "measure" ("time" or "memory").
   """
   checks = []
 
@@ -272,32 +532,52 @@ def check_targets(blocks: Dict, targets: Dict) -> List[Dict]:
           "ours (%s) %.2fx V, release %.2fx V" % (ours_name, ours, theirs),
           ref, [ours_name, "release:" + mode])
   for target in targets.get("speed_vs_v", ()):
-    block = _block_named(blocks, target["block"])
-    speed = _get(blocks, block, target["model"], "speed_vs_v")
-    if speed is not None:
-      add("%s >= %.2fx V (%s)" % (target["model"], target["min"], block),
-          speed >= target["min"], "%.2fx" % speed, block,
-          [target["model"], V])
+    checks.extend(_ratio_checks(blocks, "speed_vs_v", target))
   for block in targets.get("every_variant_runs", ()):
     if block in blocks:
+      # Failures and memory skips count; the release's layer (hard-coded
+      # lengths) and layers that cannot be causal in an LM do not.
       failed = [n for n, e in blocks[block]["results"].items()
-                if "error" in e and e["family"] != "release"]
+                if e["family"] != "release" and (
+                    "error" in e or e.get("skip_kind") == "memory")]
       add("every variant runs at %s" % block, not failed,
-          "failed: %s" % failed if failed else "all ran", block, failed)
-  for target in targets.get("peak_ratio", ()):
-    block = _block_named(blocks, target["block"])
-    ratio = _get(blocks, block, target["model"], "peak_ratio")
-    total = _get(blocks, block, target["model"], "total_ratio")
-    if ratio is not None:
-      add("%s peak memory <= %.2fx V at %s" % (target["model"], target["max"],
-                                             block), ratio <= target["max"],
-          "step peak %.2fx V; with variables and slots %.2fx V" % (
-              ratio, total), block, [target["model"], V], "memory")
+          "did not run: %s" % failed if failed else "all ran", block, failed)
+  for kind in RATIO_TARGETS:
+    if kind == "speed_vs_v":
+      continue
+    for target in targets.get(kind, ()):
+      checks.extend(_ratio_checks(blocks, kind, target))
   return checks
 
 
 def _fmt(value, spec="%.2f", none="-"):
   return none if value is None else spec % value
+
+
+SLOWEST = 3
+TOP_OPS_SHOWN = 6
+
+
+def _slowest(block: Dict) -> List[str]:
+  """Markdown: where the time goes in the block's SLOWEST slowest models."""
+  timed = [(e["step_s"], name) for name, e in block["results"].items()
+           if "step_s" in e and e.get("top_ops")]
+  timed.sort(reverse=True)
+  if not timed:
+    return []
+  lines = ["Where the time goes in the %d slowest models (top ops of one "
+           "traced step, summed over all layers; %% of the time of all the "
+           "step's ops, summed over threads):" %
+           min(SLOWEST, len(timed)), ""]
+  for step_s, name in timed[:SLOWEST]:
+    e = block["results"][name]
+    traced = e.get("traced_op_ms") or 1.0
+    ops = ", ".join("`%s` %.0f ms (%.0f%%)" % (row["op"], row["ms"],
+                                                100 * row["ms"] / traced)
+                    for row in e["top_ops"][:TOP_OPS_SHOWN])
+    lines.append("* **%s** (%.0f ms/step, MFU %.0f%%): %s" % (
+        name, 1000 * step_s, 100 * e["mfu"], ops))
+  return lines + [""]
 
 
 def markdown(report: Dict) -> str:
@@ -317,7 +597,9 @@ def markdown(report: Dict) -> str:
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
            "Ratios are medians over rounds of per-round ratios to V (mesh's "
            "SelfAttention) in the same process. speed = V time / model "
-           "time (>1 is faster). Step peak = live bytes allocated by one "
+           "time (>1 is faster). GFLOP/s = the step's matmul FLOPs / its "
+           "time; MFU = GFLOP/s / the matmul peak (how far the model is "
+           "from the peak). Step peak = live bytes allocated by one "
            "training step (activations, gradients, temporaries); state = "
            "variables + Adafactor slots.", ""]
   for block_name, block in report["blocks"].items():
@@ -325,30 +607,57 @@ def markdown(report: Dict) -> str:
     lines += ["## %s (%s; %d tokens/step; %d rounds x %d step)" % (
         block_name, block["model"], block["tokens_per_step"],
         block["rounds"], block["steps_per_round"]), ""]
-    header = ["model", "ms/step", "speed vs V", "tokens/s", "MFU",
-              "step peak MiB", "peak vs V", "state MiB", "params",
+    groups = block.get("groups") or []
+    budget = benchmarking.gib(block.get("memory_budget_bytes", 0))
+    if len(groups) > 1:
+      lines += ["Timed in %d memory groups, each in rounds with V (memory "
+                "budget %s): %s." % (
+                    len(groups), budget,
+                    "; ".join(", ".join(g) for g in groups)), ""]
+    if block.get("timed_apart"):
+      lines += ["Timed apart from V, after it was closed (each fits in the "
+                "memory budget, %s, alone but not beside V): %s. Their "
+                "ratios are to V's median time over the block, not to V's "
+                "time in the same round, so they are more exposed to "
+                "changes of the machine's load." % (
+                    budget, ", ".join(block["timed_apart"])), ""]
+    header = ["model", "ms/step", "speed vs V", "tokens/s", "GFLOP/s",
+              "MFU", "step peak MiB", "peak vs V", "state MiB", "params",
               "GFLOP/step"]
     if decode:
       header[4:4] = ["decode tok/s", "decode vs V"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
+    notes = []
     for name, e in block["results"].items():
-      if "error" in e:
-        lines.append("| %s | fails: %s |%s" % (
-            name, e["error"][:90].replace("|", "/"),
-            " |" * (len(header) - 2)))
+      if "skipped" in e or "error" in e:
+        text = ("not run: " + e["skipped"] if "skipped" in e
+                else "fails: " + e["error"])
+        short = text if len(text) <= 90 else text[:87] + "..."
+        lines.append("| %s | %s |%s" % (name, short.replace("|", "/"),
+                                         " |" * (len(header) - 2)))
+        if len(text) > 90:
+          notes.append("* %s: %s" % (name, text))
+        continue
+      if "step_s" not in e:
         continue
       row = [name, "%.0f" % (1000 * e["step_s"]), _fmt(e["speed_vs_v"]),
-             "%.0f" % e["tokens_per_s"], "%.0f%%" % (100 * e["mfu"]),
+             "%.0f" % e["tokens_per_s"],
+             "%.1f" % (e["flops_per_step"] / e["step_s"] / 1e9),
+             "%.0f%%" % (100 * e["mfu"]),
              "%.0f" % (e["peak_step_bytes"] / 2 ** 20),
              _fmt(e["peak_ratio"]), "%.0f" % (e["state_bytes"] / 2 ** 20),
              "%.2fM" % (e["params"] / 1e6),
              "%.1f" % (e["flops_per_step"] / 1e9)]
       if decode:
-        row[4:4] = [_fmt(e["decode_tokens_per_s"], "%.0f"),
-                    _fmt(e["decode_speed_vs_v"])]
+        row[4:4] = [_fmt(e.get("decode_tokens_per_s"), "%.0f",
+                         none="fails" if "decode_error" in e else "-"),
+                    _fmt(e.get("decode_speed_vs_v"))]
       lines.append("| " + " | ".join(row) + " |")
     lines.append("")
+    if notes:
+      lines += notes + [""]
+    lines += _slowest(block)
   lines += ["## Targets", "", "| target | met | measured |", "|---|---|---|"]
   for c in report["targets"]:
     lines.append("| %s | %s | %s |" % (c["target"], "yes" if c["met"]
@@ -362,11 +671,12 @@ def markdown(report: Dict) -> str:
       block_name = c["block"]
       for name in c["models"]:
         e = report["blocks"].get(block_name, {}).get("results", {}).get(name)
-        if not e or "error" in e or (block_name, name) in seen:
-          continue
-        seen.add((block_name, name))
         key, unit = (("top_allocations", "MiB") if c["measure"] == "memory"
                      else ("top_ops", "ms"))
+        # Models that did not run have no breakdown: their row says why.
+        if not e or key not in e or (block_name, name, key) in seen:
+          continue
+        seen.add((block_name, name, key))
         lines += ["### %s at %s (%s)" % (name, block_name, key), "",
                   "| op | %s | nodes |" % unit, "|---|---|---|"]
         for row in e[key]:

@@ -27,12 +27,19 @@ What is measured, per model:
     training step executes in the lowered TF graph (forward, backward and the
     update), counted from their static shapes; element-wise ops (softmax,
     relu, the optimizer's arithmetic) are not counted.
+
+Before a model is built, `estimate_memory` computes from the shapes alone
+its largest tensor and an estimate of its memory (variables that grow with
+the length, and the training step's peak); `memory_skip_reason` says why a
+model would not fit a memory budget (`memory_budget_bytes`), so that the
+runner skips it with that figure instead of running out of memory.
 """
 
 import dataclasses
+import os
 import re
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
@@ -40,6 +47,7 @@ from mesh_tensorflow.transformer import transformer_layers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import baselines
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tiny_model
@@ -52,34 +60,67 @@ class Variant:
   """One attention variant under test.
 
   Attributes:
-    name: the short name used in tables ("V", "R+V", "release:random", ...).
-    family: "mesh" (mesh's own SelfAttention), "ours" (SynthesizerAttention)
-      or "release" (mesh's transformer_layers.Synthesizer).
-    make_layer: builds the self-attention layer.
+    name: the short name used in tables ("V", "R+V", "release:random",
+      "LightConv", ...).
+    family: "mesh" (mesh's own SelfAttention), "ours" (SynthesizerAttention),
+      "release" (mesh's transformer_layers.Synthesizer) or "baseline" (a row
+      of `mtf_synthesizer.baselines`).
+    make_layer: builds the self-attention layer of a single stack (LM or
+      encoder-only model), and of an encoder-decoder's stacks unless
+      overridden below.
     mode: for the release's layer and our equivalent, the synthesize_mode.
+    make_encoder_layer: an encoder-decoder's encoder self-attention (None:
+      make_layer).
+    vanilla_decoder: an encoder-decoder's decoder keeps mesh's
+      SelfAttention (False: make_layer).
+    causal: the layer can serve a causal stack (a decoder-only LM). False
+      (Linformer): the runner does not build it in one, and says why.
+    live_logits: how many [batch, heads, length, memory] float32 tensors
+      per attention layer `estimate_memory` counts as live at the training
+      step's peak (0: the layer has none).
+    memory_length: the memory axis of those tensors (None: the length).
+    position_tables: [heads, N, N] variables per attention layer (R's).
   """
   name: str
   family: str
   make_layer: tiny_model.LayerFactory
   mode: Optional[str] = None
+  make_encoder_layer: Optional[tiny_model.LayerFactory] = None
+  vanilla_decoder: bool = False
+  causal: bool = True
+  live_logits: float = 4.0
+  memory_length: Optional[int] = None
+  position_tables: int = 0
 
 
 def _ours_mode(mode: str) -> tiny_model.LayerFactory:
-  def make(max_length, num_heads, d_kv):
+  def make(max_length: int, shape: ModelShape):
     return layer_lib.SynthesizerAttention(
-        synthesize_mode=mode, max_length=max_length, num_heads=num_heads,
-        key_value_size=d_kv)
+        synthesize_mode=mode, max_length=max_length,
+        num_heads=shape.num_heads, key_value_size=shape.d_kv)
   return make
 
 
 def _release(mode: str) -> tiny_model.LayerFactory:
-  def make(max_length, num_heads, d_kv):
+  def make(max_length: int, shape: ModelShape):
     # The release reads max_length from attention_kwargs (default 512); its
     # plus modes and `factorized` ignore it and use 512.
     return transformer_layers.Synthesizer(
-        synthesize_mode=mode, num_heads=num_heads, key_value_size=d_kv,
+        synthesize_mode=mode, num_heads=shape.num_heads,
+        key_value_size=shape.d_kv,
         attention_kwargs={"max_length": max_length})
   return make
+
+
+# Live [batch, heads, length, memory] float32 tensors per attention layer at
+# a training step's peak, for `estimate_memory`: upper bounds of the step
+# peaks measured at 4096 x 1 (docs/benchmark_results_quiet.md: V 3.8, our
+# layer 1.0-2.8, FD 4.8, the release's layer 3.6-3.8 logits-sized tensors
+# per layer, including the small tensors).
+_LIVE_LOGITS_MESH = 4.0
+_LIVE_LOGITS_OURS = 3.0
+_LIVE_LOGITS_FD = 5.0
+_TABLE_COMPONENTS = ("random", "fixed_random")
 
 
 # The release's synthesize modes, each benchmarked beside our layer in the
@@ -122,8 +163,50 @@ def table_names() -> List[str]:
           (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
 
 
+def _table_variant(variant: variants.Variant, fr_rank: int) -> Variant:
+  if not variant.components:
+    return Variant(table_name(variant), "mesh",
+                   tiny_model.attention_layer(variant, fr_rank),
+                   live_logits=_LIVE_LOGITS_MESH)
+  return Variant(
+      table_name(variant), "ours", tiny_model.attention_layer(
+          variant, fr_rank),
+      live_logits=(_LIVE_LOGITS_FD if "factorized_dense" in variant.components
+                   else _LIVE_LOGITS_OURS),
+      position_tables=int(any(c in _TABLE_COMPONENTS
+                              for c in variant.components)))
+
+
+def baseline_variants() -> List[Variant]:
+  """The baselines of `mtf_synthesizer.baselines`, as their gin files bind them.
+
+  Labels are the table's (LightConv, DyConv, Local, Linformer). The
+  convolutions' kernel is causal (width 7, the position and the 6 before it)
+  in a single stack and a decoder, centred in an encoder; Local is a window
+  of radius 128 on full attention; Linformer (k = 32) is not causal: in an
+  encoder-decoder it replaces the encoder's self-attention only (the decoder
+  keeps mesh's), and it is not built in a decoder-only LM.
+
+  Returns:
+    One Variant per baseline, in the table's order.
+  """
+  out = []
+  for baseline in baselines.BASELINES:
+    layer = tiny_model.baseline_layer(baseline.name)
+    kwargs = {}
+    if baseline.name in ("lightweight_conv", "dynamic_conv"):
+      kwargs = dict(make_encoder_layer=tiny_model.baseline_layer(
+          baseline.name, encoder=True), live_logits=0.0)
+    elif baseline.name == "linformer":
+      kwargs = dict(vanilla_decoder=True,
+                    memory_length=tiny_model.LINFORMER_K)
+    out.append(Variant(baseline.label, "baseline", layer,
+                       causal=baseline.causal, **kwargs))
+  return out
+
+
 def all_variants(fr_rank: int = 8) -> List[Variant]:
-  """Returns every variant: vanilla, the table's, and the release's modes.
+  """Returns every variant: vanilla, the table's, the release's, baselines.
 
   Args:
     fr_rank: k of Factorized Random (the paper's default is 8).
@@ -131,13 +214,22 @@ def all_variants(fr_rank: int = 8) -> List[Variant]:
   Returns:
     Variants; the first is mesh's vanilla SelfAttention (the reference).
   """
-  out = [Variant(table_name(v), "ours" if v.components else "mesh",
-                 tiny_model.attention_layer(v, fr_rank))
+  out = [_table_variant(v, fr_rank)
          for v in (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
   for mode in RELEASE_MODES:
-    out.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode))
-    out.append(Variant("release:" + mode, "release", _release(mode), mode))
-  return out
+    out.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode,
+                       live_logits=_LIVE_LOGITS_OURS,
+                       position_tables=int("random" in mode)))
+    # The release's plus modes size R for 512 positions whatever the length.
+    out.append(Variant("release:" + mode, "release", _release(mode), mode,
+                       live_logits=_LIVE_LOGITS_MESH,
+                       position_tables=int(mode == "random")))
+  return out + baseline_variants()
+
+
+def baseline_names() -> List[str]:
+  """The baselines' labels, in the table's order."""
+  return [b.label for b in baselines.BASELINES]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,9 +257,195 @@ class RunShape:
 
 
 def build_transformer(variant: Variant, shape: ModelShape, run: RunShape):
-  """Returns a mesh Unitransformer (LM) or Bitransformer (enc-dec)."""
+  """Returns a mesh Unitransformer (LM, encoder-only) or Bitransformer."""
   return tiny_model.build_transformer(
-      variant.make_layer, shape, max(run.length, run.target_length or 0))
+      variant.make_layer, shape, max(run.length, run.target_length or 0),
+      make_encoder_attention=variant.make_encoder_layer,
+      make_decoder_attention=(
+          tiny_model.attention_layer(variants.MESH_ATTENTION)
+          if variant.vanilla_decoder else None))
+
+
+def is_causal_lm(shape: ModelShape) -> bool:
+  """Whether the model is a decoder-only LM (a single causal stack)."""
+  return not shape.encoder_layers and shape.causal
+
+
+def not_causal_reason(variant: Variant, shape: ModelShape) -> Optional[str]:
+  """Why the variant is not built in this model, or None.
+
+  Args:
+    variant: the attention variant.
+    shape: the model.
+
+  Returns:
+    A sentence for the report when the model is a decoder-only LM and the
+    variant cannot be causal; else None.
+  """
+  if variant.causal or not is_causal_lm(shape):
+    return None
+  return ("not causal: its length projection mixes future positions into "
+          "every key, so it cannot serve a decoder-only LM or decode; timed "
+          "in the encoder-only and encoder-decoder (encoder) blocks")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryEstimate:
+  """A model's memory, computed from its shapes before it is built.
+
+  Attributes:
+    largest: the largest tensor, e.g. "attention logits [batch 1, heads 8,
+      8192, 8192] float32".
+    largest_bytes: its size.
+    state_bytes: the variables that grow with the length (R's tables), which
+      stay allocated while the model is built.
+    step_bytes: the training step's peak: the live logits-sized tensors of
+      every attention layer (Variant.live_logits) plus the per-token
+      activations.
+  """
+  largest: str
+  largest_bytes: int
+  state_bytes: int
+  step_bytes: int
+
+  @property
+  def total_bytes(self) -> int:
+    """state_bytes + step_bytes: what the model needs while it steps."""
+    return self.state_bytes + self.step_bytes
+
+
+_FLOAT32 = 4
+
+
+def _attention_stacks(variant: Variant, shape: ModelShape, run: RunShape
+                     ) -> List[Tuple[str, int, int, int, float, int]]:
+  """(what, layers, queries, memory, live logits, tables) of each stack."""
+  length = run.length
+  target = run.target_length or run.length
+  ours = ("attention logits", variant.memory_length, variant.live_logits,
+          variant.position_tables)
+  vanilla = ("attention logits", None, _LIVE_LOGITS_MESH, 0)
+
+  def stack(kind, layers, queries, memory=None):
+    what, own_memory, live, tables = kind
+    return (what, layers, queries, memory or own_memory or queries, live,
+            tables)
+
+  if not shape.encoder_layers:
+    return [stack(ours, shape.num_layers, length)]
+  return [
+      stack(ours, shape.encoder_layers, length),
+      stack(vanilla if variant.vanilla_decoder else ours, shape.num_layers,
+            target),
+      stack(("encoder-decoder attention logits", None, _LIVE_LOGITS_MESH, 0),
+            shape.num_layers, target, length)]
+
+
+def estimate_memory(variant: Variant, shape: ModelShape,
+                    run: RunShape) -> MemoryEstimate:
+  """A model's largest tensor and memory, from its shapes (nothing is built).
+
+  Every attention layer with logits holds Variant.live_logits float32
+  tensors of [batch, heads, queries, memory] at the step's peak; R's tables
+  ([heads, N, N] per layer, N the longest sequence) are state. The
+  per-token activations (feed-forward, projections, the softmax over the
+  vocabulary) are added as 8 float32 tensors of [batch, length, d_model],
+  2 of [batch, length, d_ff] and 3 of [batch, length, vocab] per layer.
+
+  Args:
+    variant: the attention variant.
+    shape: the model.
+    run: the data shape.
+
+  Returns:
+    A MemoryEstimate.
+  """
+  batch, heads = run.batch, shape.num_heads
+  n = max(run.length, run.target_length or 0)
+  candidates = []
+  state = step = 0
+  for what, layers, queries, memory, live, tables in _attention_stacks(
+      variant, shape, run):
+    logits = _FLOAT32 * batch * heads * queries * memory
+    if live:
+      candidates.append((logits, "%s [batch %d, heads %d, %d, %d] float32" % (
+          what, batch, heads, queries, memory)))
+      step += int(live * layers * logits)
+    if tables:
+      table = _FLOAT32 * heads * n * n
+      candidates.append((table, "R [heads %d, %d, %d] float32" % (
+          heads, n, n)))
+      state += tables * layers * table
+    per_token = _FLOAT32 * batch * queries * (
+        8 * shape.d_model + 2 * shape.d_ff + 3 * shape.vocab)
+    step += layers * per_token
+    widest = max(shape.d_ff, shape.vocab)
+    candidates.append((_FLOAT32 * batch * queries * widest,
+                       "activations [batch %d, %d, %d] float32" % (
+                           batch, queries, widest)))
+  size, largest = max(candidates)
+  return MemoryEstimate(largest=largest, largest_bytes=size,
+                        state_bytes=state, step_bytes=step)
+
+
+def available_memory_bytes() -> int:
+  """Memory available for new allocations now (MemAvailable, else free)."""
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def memory_budget_bytes(fraction: float = 0.75) -> int:
+  """A fraction of this machine's RAM, at most the memory available now.
+
+  Other processes on a shared machine hold memory too: the budget is the
+  smaller of `fraction` of the physical memory (os.sysconf) and what is
+  available when it is called (the start of the run).
+
+  Args:
+    fraction: of the total RAM, in (0, 1].
+
+  Returns:
+    Bytes.
+  """
+  total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  return int(min(fraction * total, available_memory_bytes()))
+
+
+def gib(size: float) -> str:
+  """Bytes as "1.5 GiB" (or MiB below one GiB)."""
+  if size >= 2 ** 30:
+    return "%.1f GiB" % (size / 2.0 ** 30)
+  return "%.0f MiB" % (size / 2.0 ** 20)
+
+
+def memory_skip_reason(estimate: MemoryEstimate, budget: int,
+                       resident: int = 0) -> Optional[str]:
+  """Why a model would not fit the memory budget, or None if it fits.
+
+  Args:
+    estimate: the model's, from estimate_memory.
+    budget: bytes the benchmark may use (memory_budget_bytes).
+    resident: bytes that stay allocated beside it (the reference model's
+      state).
+
+  Returns:
+    A sentence with the analytic sizes, or None.
+  """
+  need = estimate.total_bytes + resident
+  if need <= budget:
+    return None
+  return ("would not fit in memory: largest tensor %s = %s; estimated %s "
+          "(step peak %s + length-dependent variables %s%s) > budget %s" % (
+              estimate.largest, gib(estimate.largest_bytes), gib(need),
+              gib(estimate.step_bytes), gib(estimate.state_bytes),
+              " + the reference's %s" % gib(resident) if resident else "",
+              gib(budget)))
 
 
 def _einsum_flops(op: tf.Operation) -> int:
@@ -317,7 +595,7 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
     variant: the attention variant of every self-attention layer.
     shape: the Transformer's sizes.
     run: the data shape.
-    decode: also build greedy incremental decoding (LM only).
+    decode: also build greedy incremental decoding (decoder-only LM only).
     threads: intra- and inter-op threads of the session.
     seed: graph-level random seed.
 
@@ -348,6 +626,12 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
         _, loss = model.call_simple(
             inputs=tokens(length_dim), targets=targets, compute_loss=True,
             mode=tf.estimator.ModeKeys.TRAIN)
+      elif not shape.causal:
+        # Encoder-only: the loss at every position, on a target token of
+        # its own.
+        _, loss = model.call_simple(
+            inputs=tokens(length_dim), targets=tokens(length_dim),
+            compute_loss=True, mode=tf.estimator.ModeKeys.TRAIN)
       else:
         targets = tokens(length_dim)
         _, loss = model.call_simple(
@@ -356,7 +640,7 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
             mode=tf.estimator.ModeKeys.TRAIN)
       decoded = None
       max_steps = None
-      if decode and not shape.encoder_layers:
+      if decode and is_causal_lm(shape):
         prompt_len = 8
         prompt = np.zeros((run.batch, run.length), np.int32)
         prompt[:, :prompt_len] = rng.randint(2, shape.vocab,
@@ -442,3 +726,10 @@ def top_ops(run_metadata: tf.RunMetadata, n: int = 12) -> List[Dict]:
           for k, v in totals.items()]
   rows.sort(key=lambda r: -r["ms"])
   return rows[:n]
+
+
+def traced_op_ms(run_metadata: tf.RunMetadata) -> float:
+  """The time of all ops of a traced step, summed over nodes (ms)."""
+  return sum(node.op_end_rel_micros / 1000.0
+             for dev in run_metadata.step_stats.dev_stats
+             for node in dev.node_stats)

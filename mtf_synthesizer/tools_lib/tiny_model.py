@@ -11,7 +11,8 @@ mesh's own attention, `variants.MESH_ATTENTION`):
     then the variant's gin file. The layout tests and the communication
     audit use it.
   * directly from layer objects (`build_transformer`, with the attention
-    layers of `attention_layer`), at any `ModelShape`: the benchmark uses it.
+    layers of `attention_layer` or `baseline_layer`), at any `ModelShape`:
+    the benchmark uses it.
 
 `placement_mesh_impl` and `lower` put either on a placement mesh of logical
 devices.
@@ -30,6 +31,9 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import linformer
+from mtf_synthesizer import local_attention
+from mtf_synthesizer import local_conv
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer import variants
 
@@ -215,10 +219,14 @@ class ModelShape:
     num_heads: attention heads.
     d_kv: per-head key/value width.
     d_ff: feed-forward hidden width.
-    num_layers: decoder layers (decoder-only LM) or decoder layers of the
-      encoder-decoder.
-    encoder_layers: 0 for a decoder-only LM; else the encoder's layers.
+    num_layers: decoder layers (decoder-only LM), layers of the encoder-only
+      model, or decoder layers of the encoder-decoder.
+    encoder_layers: 0 for a single stack; else the encoder's layers.
     vocab: vocabulary size (256: a byte vocabulary).
+    causal: with encoder_layers 0, True for a decoder-only LM (causal
+      self-attention, next-token loss), False for an encoder-only model
+      (every position attends to every position; a loss at every position
+      on its own target token, as T5's "aligned" model type).
   """
   d_model: int = 512
   num_heads: int = 8
@@ -227,18 +235,22 @@ class ModelShape:
   num_layers: int = 2
   encoder_layers: int = 0
   vocab: int = 256
+  causal: bool = True
 
   @property
   def label(self) -> str:
     """e.g. "LM 2L d512 h8 dkv64 ff2048 vocab256"."""
-    kind = ("LM %dL" % self.num_layers if not self.encoder_layers else
-            "enc-dec %d+%dL" % (self.encoder_layers, self.num_layers))
+    if self.encoder_layers:
+      kind = "enc-dec %d+%dL" % (self.encoder_layers, self.num_layers)
+    else:
+      kind = "%s %dL" % ("LM" if self.causal else "encoder-only",
+                         self.num_layers)
     return "%s d%d h%d dkv%d ff%d vocab%d" % (
         kind, self.d_model, self.num_heads, self.d_kv, self.d_ff, self.vocab)
 
 
-# (max_length, num_heads, d_kv) -> a self-attention layer.
-LayerFactory = Callable[[int, int, int], transformer.TransformerLayer]
+# (max_length, model shape) -> a self-attention layer.
+LayerFactory = Callable[[int, ModelShape], transformer.TransformerLayer]
 
 
 def attention_layer(variant: variants.Variant,
@@ -252,18 +264,68 @@ def attention_layer(variant: variants.Variant,
   Returns:
     A LayerFactory.
   """
-  def make(max_length, num_heads, d_kv):
+  def make(max_length: int, shape: ModelShape):
     if not variant.components:
-      return transformer_layers.SelfAttention(num_heads=num_heads,
-                                              key_value_size=d_kv)
+      return transformer_layers.SelfAttention(num_heads=shape.num_heads,
+                                              key_value_size=shape.d_kv)
     functions = [synthesizers.FactorizedRandom(k=fr_rank)
                  if name == "factorized_random"
                  else synthesizers.BY_NAME[name]()
                  for name in variant.components]
     return layer_lib.SynthesizerAttention(
-        synthesizers=functions, max_length=max_length, num_heads=num_heads,
-        key_value_size=d_kv)
+        synthesizers=functions, max_length=max_length,
+        num_heads=shape.num_heads, key_value_size=shape.d_kv)
   return make
+
+
+# The baselines' settings, as gin/baselines/*.gin bind them: kernel width 7
+# (causal: the position and the 6 before it; an encoder's: centred), the
+# local window's radius, and Linformer's k (the Synthesizer paper's Table 7).
+CONV_CAUSAL_KERNEL = (-6, 0)
+CONV_ENCODER_KERNEL = (-3, 3)
+LOCAL_RADIUS = 128
+LINFORMER_K = 32
+
+
+def baseline_layer(name: str, encoder: bool = False) -> LayerFactory:
+  """The self-attention replacement of a baseline (its gin file's layer).
+
+  Args:
+    name: "lightweight_conv", "dynamic_conv", "local_attention" or
+      "linformer" (`mtf_synthesizer.baselines.NAMES`).
+    encoder: the layer of an encoder-decoder's encoder (the convolutions'
+      kernel is centred there, as `_local_conv.gin` binds it); else the layer
+      of a single stack (LM or encoder-only model) or of a decoder.
+
+  Returns:
+    A LayerFactory.
+
+  Raises:
+    ValueError: for an unknown name.
+  """
+  if name in ("lightweight_conv", "dynamic_conv"):
+    low, high = CONV_ENCODER_KERNEL if encoder else CONV_CAUSAL_KERNEL
+
+    def make_conv(max_length: int, shape: ModelShape):
+      del max_length
+      return local_conv.DecodableLocalConvAttnBlock(
+          min_relative_pos=low, max_relative_pos=high,
+          output_size=shape.d_model, attention_type=name)
+    return make_conv
+  if name == "local_attention":
+    def make_local(max_length: int, shape: ModelShape):
+      del max_length
+      return local_attention.WindowedSelfAttention(
+          radius=LOCAL_RADIUS, num_heads=shape.num_heads,
+          key_value_size=shape.d_kv)
+    return make_local
+  if name == "linformer":
+    def make_linformer(max_length: int, shape: ModelShape):
+      return linformer.LinformerAttention(
+          k=LINFORMER_K, max_length=max_length, num_heads=shape.num_heads,
+          key_value_size=shape.d_kv)
+    return make_linformer
+  raise ValueError("Unknown baseline layer %r." % (name,))
 
 
 def _layer_stack(layers: Sequence[transformer.TransformerLayer]):
@@ -276,44 +338,64 @@ def _layer_stack(layers: Sequence[transformer.TransformerLayer]):
 
 
 def _unitransformer(layers, shape: ModelShape, max_length: int,
-                    autoregressive: bool, name: str):
+                    autoregressive: bool, name: str,
+                    output_vocab: bool = True):
   # An encoder has no softmax: it returns its last hidden states.
   return transformer.Unitransformer(
       layer_stack=_layer_stack(layers), d_model=shape.d_model,
       input_vocab_size=shape.vocab,
-      output_vocab_size=shape.vocab if name == "decoder" else None,
+      output_vocab_size=shape.vocab if output_vocab else None,
       autoregressive=autoregressive, max_length=max_length, name=name)
 
 
 def build_transformer(make_attention: LayerFactory, shape: ModelShape,
-                      max_length: int):
-  """A Unitransformer (LM) or, with encoder layers, a Bitransformer.
+                      max_length: int,
+                      make_encoder_attention: Optional[LayerFactory] = None,
+                      make_decoder_attention: Optional[LayerFactory] = None):
+  """A Unitransformer (LM or encoder-only) or an encoder-decoder Bitransformer.
 
   Args:
-    make_attention: builds each self-attention layer.
+    make_attention: builds each self-attention layer of a single stack (and
+      of an encoder-decoder's stacks unless overridden below).
     shape: the sizes.
     max_length: the longest sequence (the attention's max_length).
+    make_encoder_attention: the encoder's self-attention in an
+      encoder-decoder (None: make_attention).
+    make_decoder_attention: the decoder's self-attention in an
+      encoder-decoder (None: make_attention).
 
   Returns:
     A mesh Unitransformer or Bitransformer.
   """
-  def block(cross_attention: bool) -> List[transformer.TransformerLayer]:
-    layers = [make_attention(max_length, shape.num_heads, shape.d_kv)]
+  def block(make, cross_attention: bool
+           ) -> List[transformer.TransformerLayer]:
+    layers = [make(max_length, shape)]
     if cross_attention:
       layers.append(transformer_layers.EncDecAttention(
           num_heads=shape.num_heads, key_value_size=shape.d_kv))
     return layers + [transformer_layers.DenseReluDense(
         hidden_size=shape.d_ff)]
 
-  def stack(num_layers: int, cross_attention: bool = False):
-    return sum((block(cross_attention) for _ in range(num_layers)), [])
+  def stack(make, num_layers: int, cross_attention: bool = False):
+    layers = sum((block(make, cross_attention) for _ in range(num_layers)),
+                 [])
+    # Each layer its own variable scope, as mesh's make_layer_stack names
+    # them: unnamed layers share one scope, hence one set of variables.
+    for index, layer in enumerate(layers):
+      layer.set_name("layer_%03d" % index)
+    return layers
 
   if not shape.encoder_layers:
-    return _unitransformer(stack(shape.num_layers), shape, max_length, True,
-                           "decoder")
+    # An encoder-only model is mesh's "aligned" model: a non-autoregressive
+    # stack with a softmax at every position.
+    return _unitransformer(stack(make_attention, shape.num_layers), shape,
+                           max_length, shape.causal,
+                           "decoder" if shape.causal else "encoder")
   return transformer.Bitransformer(
-      encoder=_unitransformer(stack(shape.encoder_layers), shape, max_length,
-                              False, "encoder"),
-      decoder=_unitransformer(stack(shape.num_layers, True), shape,
-                              max_length, True, "decoder"))
-
+      encoder=_unitransformer(
+          stack(make_encoder_attention or make_attention,
+                shape.encoder_layers), shape, max_length, False, "encoder",
+          output_vocab=False),
+      decoder=_unitransformer(
+          stack(make_decoder_attention or make_attention, shape.num_layers,
+                True), shape, max_length, True, "decoder"))
