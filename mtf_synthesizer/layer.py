@@ -136,6 +136,55 @@ def positions_in_segments(sequence_id: mtf.Tensor,
       name="positions_in_segments")
 
 
+def _aligned(x: tf.Tensor, dims: Sequence[mtf.Dimension],
+             target: Sequence[mtf.Dimension]) -> tf.Tensor:
+  """A slice of x (laid out as `dims`) ready to broadcast against `target`.
+
+  Transposes x to the order its dims have in `target`, then inserts axes of
+  size 1 for the dims of `target` that x lacks.
+
+  Args:
+    x: a tf.Tensor, the slice of an mtf Tensor with dims `dims`.
+    dims: the mtf dims of x, in order.
+    target: the mtf dims to broadcast to (a superset of `dims`).
+
+  Returns:
+    A tf.Tensor with len(target) axes.
+  """
+  order = [d for d in target if d in dims]
+  x = tf.transpose(x, [list(dims).index(d) for d in order])
+  sizes = dict(zip(order, x.shape.as_list()))
+  return tf.reshape(x, [sizes.get(d, 1) for d in target])
+
+
+def write_state(old: mtf.Tensor, new: mtf.Tensor,
+                at_position: mtf.Tensor) -> mtf.Tensor:
+  """One decoding step's write into a key/value cache.
+
+  The same values as mesh's `old * (1 - one_hot) + new * one_hot`, in one
+  element-wise select laid out as the cache, instead of two products (one of
+  them in another layout, then transposed) and a sum over the whole cache.
+
+  Args:
+    old: the cache: batch dims, memory length and the other dims of `new`.
+    new: this step's keys or values (no memory length dim).
+    at_position: bool, true at the memory position being decoded (a subset
+      of the dims of `old`).
+
+  Returns:
+    A Tensor shaped like `old`.
+  """
+  dims = old.shape.dims
+
+  def tf_write(old_slice, new_slice, at_slice):
+    return tf.where_v2(_aligned(at_slice, at_position.shape.dims, dims),
+                       _aligned(new_slice, new.shape.dims, dims), old_slice)
+
+  return mtf.slicewise(tf_write, [old, mtf.cast(new, old.dtype), at_position],
+                       output_shape=old.shape, output_dtype=old.dtype,
+                       splittable_dims=dims, name="write_state")
+
+
 @gin.configurable(module="mtf_synthesizer")
 class SynthesizerAttention(transformer_layers.SelfAttention):
   """Multi-head self-attention with synthesized attention weights."""
@@ -246,12 +295,10 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
     else:
       states = [params.compute_kv(m)]
     if incremental:
-      one_hot = mtf.one_hot(context.position, memory_length,
-                            dtype=context.activation_dtype)
-      old_states = context.get_states(len(states))
-      states = [old * (1.0 - one_hot) + new * one_hot
-                for old, new in zip(old_states, states)]
       memory_position = mtf.range(context.mesh, memory_length, tf.int32)
+      at_position = mtf.equal(memory_position, context.position)
+      states = [write_state(old, new, at_position)
+                for old, new in zip(context.get_states(len(states)), states)]
     else:
       memory_position = self.rename_length_to_memory_length(
           context.position, context)

@@ -173,9 +173,22 @@ def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
   index_order = [positions.shape.dims.index(d) for d in shared + index_only]
   axis = table_dims.index(position_dim)
 
+  # Without shared dims, a gather smaller than the table (a decoding step's
+  # row of R) reads the table in place, along its own position axis, and
+  # transposes the gathered rows instead of the whole table.
+  in_place = not shared and output_shape.size <= table.shape.size
+  native_axis = table.shape.dims.index(position_dim)
+  native_dims = (table.shape.dims[:native_axis] + index_only +
+                 table.shape.dims[native_axis + 1:])
+  native_order = [native_dims.index(d) for d in output_shape.dims]
+
   def tf_gather(table_slice, positions_slice):
-    return tf.gather(tf.transpose(table_slice, table_order),
-                     tf.transpose(positions_slice, index_order),
+    positions_slice = tf.transpose(positions_slice, index_order)
+    if in_place:
+      return tf.transpose(
+          tf.gather(table_slice, positions_slice, axis=native_axis),
+          native_order)
+    return tf.gather(tf.transpose(table_slice, table_order), positions_slice,
                      axis=axis, batch_dims=len(shared))
 
   def forward(t):
@@ -356,14 +369,22 @@ class Random(SynthesizingFunction):
         dtype=inputs.variable_dtype, trainable=self.trainable)
 
   def logits(self, inputs, scale=None):
-    # [heads, N, N]: no batch dim, so scaling it is cheap.
-    r = _float32(self.matrix(inputs), scale)
+    r = self.matrix(inputs)
+    decoding = inputs.length_dim is None
+    if not decoding:
+      # [heads, N, N]: no batch dim, so scaling it is cheap.
+      r = _float32(r, scale)
     rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
                             inputs.query_positions, inputs.length_dim,
                             inputs.batch_dims)
-    return select_positions(rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
-                            inputs.memory_positions, inputs.memory_length_dim,
-                            inputs.batch_dims)
+    logits = select_positions(
+        rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
+        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
+    if decoding:
+      # One row of R per example: smaller than the table, so the row lookup
+      # comes first and the scale applies to the row.
+      logits = _float32(logits, scale)
+    return logits
 
 
 @gin.configurable(module="synthesizers")
@@ -497,7 +518,10 @@ class Dense(SynthesizingFunction):
       hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
     # The first layer runs in the activation dtype (as mesh's query and key
     # projections); the W2 product, which makes the logits, in float32.
-    hidden = _float32(hidden)
+    # The scale goes on the smaller factor of that product: W2 in a full
+    # pass, the one token's hidden layer when decoding.
+    decoding = inputs.length_dim is None
+    hidden = _float32(hidden, scale if decoding else None)
     hidden_dim = hidden.shape.dims[-1]
     positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
     w2 = mtf.get_variable(
@@ -507,9 +531,9 @@ class Dense(SynthesizingFunction):
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
-    w2 = select_positions(_float32(w2, scale), positions_dim,
-                          inputs.memory_positions, inputs.memory_length_dim,
-                          inputs.batch_dims)
+    w2 = select_positions(_float32(w2, None if decoding else scale),
+                          positions_dim, inputs.memory_positions,
+                          inputs.memory_length_dim, inputs.batch_dims)
     if inputs.length_dim is not None:
       # W2 carries no batch dim; broadcast it (it is small next to the
       # logits) so that the product is a matmul batched over batch and heads,
@@ -541,6 +565,47 @@ def _next_composite(n: int) -> int:
   while m < 4 or default_factors(m)[0] == 1:
     m += 1
   return m
+
+
+def _outer_product(left: mtf.Tensor, right: mtf.Tensor) -> mtf.Tensor:
+  """The outer product of the last dims of two tensors, per leading index.
+
+  The gradients are matrix-vector products of the output's gradient with
+  the other factor; mtf's own einsum gradient would broadcast that factor
+  to the output's full size first.
+
+  Args:
+    left: float32, dims [...] + [m].
+    right: float32, dims [...] + [n] (the same leading dims, same order).
+
+  Returns:
+    out[..., i, j] = left[..., i] * right[..., j]: dims [...] + [m, n].
+  """
+  lead = left.shape.dims[:-1]
+  m_dim, n_dim = left.shape.dims[-1], right.shape.dims[-1]
+  output_shape = mtf.Shape(lead + [m_dim, n_dim])
+
+  def forward(x, y):
+    return mtf.einsum([x, y], output_shape=output_shape)
+
+  def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs,
+              output_grads):
+    del all_inputs, forward_operations, outputs
+    x, y = explicit_inputs
+    dy = output_grads[0]
+
+    def matvec(transpose):
+      return lambda d, v: tf.linalg.matvec(d, v, transpose_a=transpose)
+
+    return [
+        mtf.slicewise(matvec(False), [dy, y], output_shape=x.shape,
+                      output_dtype=x.dtype, splittable_dims=lead,
+                      name="outer_product_grad_left"),
+        mtf.slicewise(matvec(True), [dy, x], output_shape=y.shape,
+                      output_dtype=y.dtype, splittable_dims=lead,
+                      name="outer_product_grad_right")]
+
+  return mtf.custom_gradient(forward, grad_fn, [left, right])
 
 
 @gin.configurable(module="synthesizers")
@@ -627,12 +692,12 @@ class FactorizedDense(SynthesizingFunction):
         _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
     factor_b = _float32(
         _dense_projection(inputs, hidden, b_dim, "b", self.use_bias))
+    if inputs.memory_positions is None:
+      return self._contiguous_columns(inputs, factor_a, factor_b)
     # Column j of C is A[j mod a] * B[floor(j / a)]: only the columns of the
-    # memory positions in use are built (a gather by static or per-example
-    # positions), never the full max_length row.
+    # memory positions in use are built (a gather by per-example positions),
+    # never the full max_length row.
     columns = inputs.memory_positions
-    if columns is None:
-      columns = mtf.range(inputs.mesh, inputs.memory_length_dim, tf.int32)
     # The factors are small: lay them out as the logits (batch, heads,
     # length) before the gathers append the memory dim.
     order = inputs.logits_shape([factor_a, columns], [a_dim])
@@ -646,6 +711,43 @@ class FactorizedDense(SynthesizingFunction):
         gather_positions(factor_b, b_dim, columns // a, positions_last=True,
                          batch_dims=inputs.batch_dims),
         output_shape=order)
+
+  def _contiguous_columns(self, inputs: SynthesisInputs, factor_a: mtf.Tensor,
+                          factor_b: mtf.Tensor) -> mtf.Tensor:
+    """C for memory positions 0..memory_length-1, as an outer product.
+
+    Columns j = q * a + r, r < a, are A[r] * B[q]: the outer product B A^T
+    per token, [b, a] read row by row, is C's row. Only the rows of B that
+    reach memory_length are used. Unlike two gathers and their product, this
+    keeps no full-size tensor but C for the backward pass (see
+    `_outer_product`).
+
+    Args:
+      inputs: a SynthesisInputs without memory positions.
+      factor_a: A (float32, times the scale): ... + [synth_a].
+      factor_b: B (float32): ... + [synth_b].
+
+    Returns:
+      C: batch dims, heads dims, length, memory_length.
+    """
+    a_dim, b_dim = factor_a.shape.dims[-1], factor_b.shape.dims[-1]
+    memory = inputs.memory_length_dim.size
+    rows = -(-memory // a_dim.size)  # the rows of B in use
+    if rows < b_dim.size:
+      factor_b = mtf.slice(factor_b, 0, rows, b_dim.name)
+      b_dim = factor_b.shape.dims[-1]
+    order = inputs.logits_shape([factor_a, factor_b], [a_dim, b_dim])
+    outer = _outer_product(
+        mtf.transpose(factor_b, order + [b_dim]),
+        mtf.transpose(factor_a, order + [a_dim]))
+    if rows * a_dim.size == memory:
+      return mtf.reshape(outer, order + [inputs.memory_length_dim])
+    columns_dim = mtf.Dimension("synth_columns", rows * a_dim.size)
+    columns = mtf.slice(mtf.reshape(outer, order + [columns_dim]), 0, memory,
+                        columns_dim.name)
+    return mtf.replace_dimensions(
+        columns, columns.shape.get_dim_by_name(columns_dim.name),
+        inputs.memory_length_dim)
 
 
 @gin.configurable(module="synthesizers")
