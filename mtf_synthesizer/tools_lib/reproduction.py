@@ -118,7 +118,8 @@ class Model:
 
 MODELS = tuple(Model(v.name, v.label) for v in variants.VARIANTS) + tuple(
     Model(b.name, b.label, True, b.causal) for b in baselines.BASELINES)
-MODELS_BY_NAME = {m.name: m for m in MODELS}
+# Each model by its name and by its label.
+_BY_KEY = {key: m for m in MODELS for key in (m.name, m.label)}
 
 
 def model(name: str) -> Model:
@@ -133,9 +134,8 @@ def model(name: str) -> Model:
   Raises:
     ValueError: for an unknown name, listing the known ones.
   """
-  for m in MODELS:
-    if name in (m.name, m.label):
-      return m
+  if name in _BY_KEY:
+    return _BY_KEY[name]
   raise ValueError("Unknown model %r; known: %s" % (
       name, ", ".join(m.name for m in MODELS)))
 
