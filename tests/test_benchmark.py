@@ -90,8 +90,8 @@ def test_linformer_runs_in_the_encoder_only_model():
       "encoder-only 16x2", dataclasses.replace(QUICK_SHAPE, causal=False),
       benchmarking.RunShape(16, 2), ["V", "Linformer", "LightConv"],
       rounds=1, steps=1)
-  results = benchmark_report.run_block(block, 1e10, lambda _: None)[
-      "results"]
+  results = benchmark_report.run_block(
+      block, 1e10, benchmark_report.Log(quiet=True))["results"]
   for name in ("V", "Linformer", "LightConv"):
     assert "skipped" not in results[name] and "error" not in results[name], (
         name, results[name])
@@ -108,9 +108,10 @@ def test_memory_estimate_is_the_analytic_size():
   # R's tables are state ([heads, N, N] per layer, 2 layers).
   r = benchmarking.estimate_memory(_variant("R"), shape, run)
   assert r.state_bytes == 2 * 4 * 8 * 8192 * 8192
-  # FD holds more logits-sized tensors than V; the convolutions none.
+  # FD (its factors' outer product) holds fewer logits-sized tensors than
+  # V; the convolutions none.
   fd = benchmarking.estimate_memory(_variant("FD"), shape, run)
-  assert fd.step_bytes > v.step_bytes
+  assert fd.step_bytes < v.step_bytes
   conv = benchmarking.estimate_memory(_variant("LightConv"), shape, run)
   assert conv.largest_bytes < v.largest_bytes / 10
   linformer = benchmarking.estimate_memory(_variant("Linformer"), shape, run)
@@ -127,24 +128,69 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   assert benchmarking.memory_skip_reason(estimate, budget=100 * GIB) is None
   total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
   assert 0 < benchmarking.memory_budget_bytes(0.5) <= 0.5 * total
-  names = ["V", "V(ours)", "R", "Fix", "D", "FD"]
+  names = ["V", "V(ours)", "R", "Fix", "D", "FD", "release:random"]
   estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
                for n in names}
-  # A budget just above V's: FD does not fit; R and Fix fit, but not with
-  # their 4 GiB of tables beside V's step, so they are timed apart.
+  # A budget just above V's: the release's R (its tables beside a step as
+  # large as V's) does not fit; R and Fix fit, but not with their 4 GiB of
+  # tables beside V's step, so they are timed apart.
   budget = estimates["V"].total_bytes + GIB
   groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
-  assert list(skipped) == ["FD"] and "would not fit" in skipped["FD"]
-  assert "20.5 GiB" in skipped["FD"], skipped["FD"]
+  assert list(skipped) == ["release:random"], skipped
+  assert "would not fit" in skipped["release:random"]
+  # 2 GiB of logits x 4 live x 2 layers + activations, + 4 GiB of tables.
+  assert "20.5 GiB" in skipped["release:random"], skipped
   assert apart == ["R", "Fix"]
-  assert groups == [["V(ours)", "D"]]
+  assert groups == [["V(ours)", "D", "FD"]]
   # With room for one table beside V's step, everything runs with V; R's
-  # and Fix's tables are not resident together, and FD's step (the
-  # largest) does not fit beside either.
+  # and Fix's tables are not resident together, nor Fix's and the
+  # release's.
   budget = estimates["V"].total_bytes + estimates["R"].state_bytes + GIB
   groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
   assert not skipped and not apart
-  assert groups == [["V(ours)", "R", "D"], ["Fix"], ["FD"]]
+  assert groups == [["V(ours)", "R", "D", "FD"], ["Fix"], ["release:random"]]
+
+
+@pytest.mark.slow  # three processes, each building models
+def test_models_timed_apart_run_in_their_own_process_with_ratios():
+  block = benchmark_report.Block(
+      "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
+      ["V", "D", "R"], rounds=1, steps=1, decode=(1, 3), decode_rounds=1)
+  estimates = {n: benchmarking.estimate_memory(_variant(n), QUICK_SHAPE,
+                                               block.run)
+               for n in block.variants}
+  # R's table does not fit beside V's step; alone it does.
+  budget = estimates["R"].total_bytes
+  assert benchmark_report.memory_groups(estimates, budget)[:2] == (
+      [["D"]], ["R"])
+  seen = []
+  out = benchmark_report.run_block(
+      block, 1e10, benchmark_report.Log(quiet=True), memory_budget=budget,
+      on_progress=lambda info: seen.append(sorted(
+          n for n, e in info["results"].items() if "step_s" in e)))
+  # The report is updated after the group (V, D) and after R.
+  assert seen == [["D", "V"], ["D", "R", "V"]]
+  results = out["results"]
+  assert results["R"]["timed_apart"] and "timed_apart" not in results["D"]
+  assert results["D"]["group"] == 0
+  for name in ("V", "D", "R"):
+    assert results[name]["speed_vs_v"] > 0, (name, results[name])
+    assert results[name]["peak_step_bytes"] > 0, name
+    assert results[name]["top_ops"], name
+  assert results["V"]["speed_vs_v"] == 1.0
+  # R, timed without V, is compared with V's median time over the block.
+  v_step = results["V"]["step_s"]
+  assert results["R"]["speed_vs_v"] == pytest.approx(
+      v_step / results["R"]["step_s"])
+
+
+def test_a_process_that_dies_loses_only_its_models():
+  value, died = benchmark_report.in_own_process(abs, ["X"], -3)
+  assert (value, died) == (3, None)
+  # os._exit ends the process as the OOM killer would, without a result.
+  value, died = benchmark_report.in_own_process(os._exit, ["R", "Fix"], 9)
+  assert value is None
+  assert "R, Fix" in died and "ended abruptly" in died, died
 
 
 def test_run_block_skips_what_does_not_fit_without_building():
@@ -152,7 +198,8 @@ def test_run_block_skips_what_does_not_fit_without_building():
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
       ["V", "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
   # A 1 KiB budget: nothing fits, nothing is built, each row says why.
-  out = benchmark_report.run_block(block, 1e10, lambda _: None,
+  out = benchmark_report.run_block(block, 1e10,
+                                   benchmark_report.Log(quiet=True),
                                    memory_budget=1024)
   results = out["results"]
   assert results["V"]["skip_kind"] == "memory"

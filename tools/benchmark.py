@@ -29,7 +29,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from typing import Optional, Sequence
 
 import tensorflow.compat.v1 as tf
@@ -93,14 +92,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         v for v in b.variants if v in subset or v == benchmarking.VANILLA])
               for b in blocks]
   os.makedirs(args.output_dir, exist_ok=True)
-  start = time.perf_counter()
-
-  def log(message):
-    print("[%6.0fs] %s" % (time.perf_counter() - start, message), flush=True)
+  log = benchmark_report.Log()
 
   def write(final):
     benchmark_report.write(
-        args.output_dir, results, peaks, matmul_size, start, final,
+        args.output_dir, results, peaks, matmul_size, log.start, final,
         threads=args.threads, quick=args.quick, targets=targets,
         with_plot=not args.no_plot)
 
@@ -111,9 +107,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   results = {}
   for block in blocks:
     log("%s: %d models" % (block.name, len(block.variants)))
-    results[block.name] = benchmark_report.run_block(block, peaks[0], log,
-                                                     memory_budget=budget)
-    write(final=False)
+
+    def progress(info, name=block.name):
+      results[name] = info
+      write(final=False)
+
+    progress(benchmark_report.run_block(block, peaks[0], log,
+                                        memory_budget=budget,
+                                        on_progress=progress))
   peaks.append(benchmarking.matmul_peak_flops(matmul_size,
                                               threads=args.threads))
   log("matmul peak at the end %.1f GFLOP/s" % (peaks[-1] / 1e9))

@@ -13,9 +13,10 @@ The report is a JSON file, Markdown tables and a plot. Targets (a JSON file
 such as tools/benchmark_targets.json) only add verdicts to the report.
 """
 
+from concurrent import futures
 import dataclasses
-import gc
 import json
+import multiprocessing
 import os
 import platform
 import statistics
@@ -286,9 +287,115 @@ def _time_group(block: Block, models: Dict[str, benchmarking.BuiltModel],
   log("  decoding: %d rounds done" % block.decode_rounds)
 
 
-def run_block(block: Block, peak_flops: float,
-              log: Callable[[str], None],
-              memory_budget: Optional[int] = None) -> Dict:
+class Log:
+  """Prints progress lines stamped with the seconds since `start`.
+
+  Picklable, so that the processes that time the models (run_block) print
+  on the same clock as the tool.
+  """
+
+  def __init__(self, start: Optional[float] = None, quiet: bool = False):
+    self.start = time.monotonic() if start is None else start
+    self.quiet = quiet
+
+  def __call__(self, message: str) -> None:
+    if not self.quiet:
+      print("[%6.0fs] %s" % (time.monotonic() - self.start, message),
+            flush=True)
+
+
+def _run_phase(block: Block, names: Sequence[str], with_reference: bool,
+               log: Log) -> Tuple[Dict[str, Dict], Dict[str, Dict]]:
+  """Builds, times in rounds and traces V (if asked) and `names` together.
+
+  Runs in a process of its own (run_block), so that the memory of the
+  models is returned when it ends.
+
+  Returns:
+    ({name: entry fields}, {name: {"train": [(time, V's time in the same
+    round or None)], "decode": [...]}}) for the models that were built.
+  """
+  tf.disable_v2_behavior()
+  tf.logging.set_verbosity(tf.logging.ERROR)
+  by_name = {v.name: v for v in benchmarking.all_variants()}
+  order = ([V] if with_reference else []) + list(names)
+  entries = {name: {} for name in order}
+  models = {}
+  for name in order:
+    model = _build(by_name[name], block, entries[name], log)
+    if model is None and name == V:
+      break  # nothing to compare with
+    if model is not None:
+      models[name] = model
+  times = {name: {"train": [], "decode": []} for name in models}
+  if models and (V in models or not with_reference):
+    _time_group(block, models, entries, times, log)
+    for name, model in models.items():
+      trace = model.trace_train()
+      entries[name].update(
+          peak_step_bytes=benchmarking.peak_step_bytes(trace),
+          top_ops=benchmarking.top_ops(trace),
+          traced_op_ms=benchmarking.traced_op_ms(trace),
+          top_allocations=benchmarking.top_allocations(trace))
+  for model in models.values():
+    model.close()
+  return entries, times
+
+
+def in_own_process(function: Callable, names: Sequence[str], *args
+                   ) -> Tuple[object, Optional[str]]:
+  """function(*args) in a new process (spawned: no state of this one).
+
+  Args:
+    function: picklable (a module-level function).
+    names: the models it builds, for the message if it dies.
+    *args: picklable arguments.
+
+  Returns:
+    (function's result, None), or (None, why) if the process died (killed
+    by the OS when out of memory): only its own models are lost.
+  """
+  context = multiprocessing.get_context("spawn")
+  try:
+    with futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+      return pool.submit(function, *args).result(), None
+  except futures.process.BrokenProcessPool:
+    return None, ("the process that built %s ended abruptly (killed by the "
+                  "OS, most likely out of memory)" % ", ".join(names))
+
+
+def _finalize(entry: Dict, times: Dict[str, List], block: Block,
+              peak_flops: float, v_train: float, v_decode: Optional[float]
+              ) -> None:
+  """Adds a timed model's speeds and ratios to V to its entry.
+
+  Ratios are medians over rounds of the per-round ratios; a model timed
+  apart from V is compared with V's median over the block.
+  """
+  pairs = times["train"]
+  ratios = [t / (tv or v_train) for t, tv in pairs]
+  step_s = _median([t for t, _ in pairs])
+  entry.update(
+      step_s=step_s, step_s_rounds=[t for t, _ in pairs],
+      steps_per_s=1.0 / step_s, tokens_per_s=block.run.tokens / step_s,
+      time_ratio=_median(ratios),
+      speed_vs_v=_median([1.0 / x for x in ratios]),
+      flops_per_s=entry["flops_per_step"] / step_s,
+      mfu=entry["flops_per_step"] / step_s / peak_flops)
+  if block.decode:
+    steps = block.decode[1] - block.decode[0]
+    pairs = times["decode"]
+    per_token = _median([t / steps for t, _ in pairs if t])
+    entry.update(
+        decode_tokens_per_s=block.run.batch / per_token if per_token
+        else None,
+        decode_speed_vs_v=_median([(tv or v_decode) / t for t, tv in pairs
+                                   if t and (tv or v_decode)]))
+
+
+def run_block(block: Block, peak_flops: float, log: Log,
+              memory_budget: Optional[int] = None,
+              on_progress: Optional[Callable[[Dict], None]] = None) -> Dict:
   """Builds, times and traces every model of one block.
 
   Models that cannot run in this block are not built and say why: a
@@ -296,8 +403,12 @@ def run_block(block: Block, peak_flops: float,
   (benchmarking.estimate_memory) exceeds the budget. The others are timed
   in groups that fit in memory beside V (memory_groups; one group unless R's
   tables are large), each in interleaved rounds with V; models that fit
-  only without V are timed apart after it ("timed_apart": their ratios are
-  to V's median time over the block, not to V's time in the same round).
+  only without V are timed apart, one at a time ("timed_apart": their
+  ratios are to V's median time over the block, not to V's time in the
+  same round). Each group, and each model timed apart, runs in a process
+  of its own: TF's CPU allocator keeps its pool for the life of a process,
+  so one process would hold the largest step of every model it built. A
+  process killed by the OS costs only its own models, which say so.
 
   Args:
     block: what to run.
@@ -305,6 +416,8 @@ def run_block(block: Block, peak_flops: float,
     log: prints a progress line.
     memory_budget: bytes the models may use; None for
       benchmarking.memory_budget_bytes().
+    on_progress: called with the block's entry after each group and each
+      model timed apart (so that a report can be written as it goes).
 
   Returns:
     The block's entry of the report; "results" maps each variant to its
@@ -340,77 +453,57 @@ def run_block(block: Block, peak_flops: float,
                 "timed_apart": apart, "results": results}
   if V in too_big:
     return block_info
-  reference = _build(by_name[V], block, results[V], log)
-  if reference is None:
-    raise RuntimeError("vanilla failed at %s" % block.name)
-  times = {name: {"train": [], "decode": []} for name in results}
-  traces = {V: reference.trace_train()}
   if len(groups) > 1:
     log("  %d memory groups: %s" % (len(groups), groups))
-  for index, group in enumerate(groups or [[]]):
-    models = {V: reference}
-    for name in group:
-      model = _build(by_name[name], block, results[name], log)
-      if model is not None:
-        models[name] = model
-        results[name]["group"] = index
-    _time_group(block, models, results, times, log)
-    for name in group:
-      if name in models:
-        traces[name] = models[name].trace_train()
-        models[name].close()
-    del models
-    gc.collect()  # the closed sessions' memory, before the next group
-  reference.close()
-  if apart:
-    log("  timed apart from V (V closed): %s" % apart)
-  for name in apart:
-    model = _build(by_name[name], block, results[name], log)
-    if model is None:
+  phases = [(group, True) for group in groups or [[]]]
+  phases += [([name], False) for name in apart]
+  times = {name: {"train": [], "decode": []} for name in results}
+  for index, (names, with_reference) in enumerate(phases):
+    if not with_reference and names == apart[:1]:
+      log("  timed apart from V, one process each: %s" % apart)
+    if "step_s" not in results[V] and index:
+      for name in names:
+        results[name]["error"] = "not run: the reference V did not run"
       continue
-    results[name]["timed_apart"] = True
-    _time_group(block, {name: model}, results, times, log)
-    traces[name] = model.trace_train()
-    model.close()
-    del model
-    gc.collect()
-
-  tokens = block.run.tokens
-  # Models timed apart from V are compared with V's median over the block.
-  v_train = _median([t for t, _ in times[V]["train"]])
-  v_decode = _median([t for t, _ in times[V]["decode"]])
-  for name, trace in traces.items():
-    entry = results[name]
-    pairs = times[name]["train"]
-    ratios = [t / (tv or v_train) for t, tv in pairs]
-    step_s = _median([t for t, _ in pairs])
-    entry.update(
-        step_s=step_s, step_s_rounds=[t for t, _ in pairs],
-        steps_per_s=1.0 / step_s, tokens_per_s=tokens / step_s,
-        time_ratio=_median(ratios),
-        speed_vs_v=_median([1.0 / x for x in ratios]),
-        flops_per_s=entry["flops_per_step"] / step_s,
-        mfu=entry["flops_per_step"] / step_s / peak_flops,
-        peak_step_bytes=benchmarking.peak_step_bytes(trace),
-        top_ops=benchmarking.top_ops(trace),
-        traced_op_ms=benchmarking.traced_op_ms(trace),
-        top_allocations=benchmarking.top_allocations(trace))
-    if block.decode:
-      steps = block.decode[1] - block.decode[0]
-      pairs = times[name]["decode"]
-      per_token = _median([t / steps for t, _ in pairs if t])
-      entry.update(
-          decode_tokens_per_s=block.run.batch / per_token if per_token
-          else None,
-          decode_speed_vs_v=_median([(tv or v_decode) / t for t, tv in pairs
-                                     if t and (tv or v_decode)]))
-  peak_v = results[V]["peak_step_bytes"]
-  for name in traces:
-    entry = results[name]
-    entry["peak_ratio"] = (entry["peak_step_bytes"] / peak_v
-                           if peak_v > 0 else None)
-    entry["total_bytes"] = entry["peak_step_bytes"] + entry["state_bytes"]
-    entry["total_ratio"] = entry["total_bytes"] / results[V]["total_bytes"]
+    phase, died = in_own_process(_run_phase, names, block, names,
+                                 with_reference, log)
+    if phase is None:
+      log("  " + died)
+      for name in names + ([V] if with_reference and index == 0 else []):
+        results[name]["error"] = died
+      continue
+    entries, phase_times = phase
+    for name, fields in entries.items():
+      if name == V and "step_s" in results[V]:
+        fields = {k: v for k, v in fields.items() if k not in results[V]}
+      results[name].update(fields)
+    for name, measured in phase_times.items():
+      times[name]["train"] += measured["train"]
+      times[name]["decode"] += measured["decode"]
+      if with_reference and name != V:
+        results[name]["group"] = index
+      if not with_reference:
+        results[name]["timed_apart"] = True
+    if index == 0 and V not in phase_times:
+      if "error" not in results[V]:
+        results[V]["error"] = "not timed"
+      log("  the reference V failed: %s" % results[V]["error"])
+      continue
+    v_train = _median([t for t, _ in times[V]["train"]])
+    v_decode = _median([t for t, _ in times[V]["decode"]])
+    for name in [V] + [n for n in phase_times if n != V]:
+      _finalize(results[name], times[name], block, peak_flops, v_train,
+                v_decode)
+      v_entry = results[V]
+      results[name]["peak_ratio"] = (
+          results[name]["peak_step_bytes"] / v_entry["peak_step_bytes"]
+          if v_entry["peak_step_bytes"] > 0 else None)
+      results[name]["total_bytes"] = (results[name]["peak_step_bytes"] +
+                                      results[name]["state_bytes"])
+      results[name]["total_ratio"] = (results[name]["total_bytes"] /
+                                      v_entry["total_bytes"])
+    if on_progress is not None:
+      on_progress(block_info)
   return block_info
 
 
@@ -615,8 +708,9 @@ def markdown(report: Dict) -> str:
                     len(groups), budget,
                     "; ".join(", ".join(g) for g in groups)), ""]
     if block.get("timed_apart"):
-      lines += ["Timed apart from V, after it was closed (each fits in the "
-                "memory budget, %s, alone but not beside V): %s. Their "
+      lines += ["Timed apart from V, each in a process of its own after "
+                "V's groups (each fits in the memory budget, %s, alone but "
+                "not beside V): %s. Their "
                 "ratios are to V's median time over the block, not to V's "
                 "time in the same round, so they are more exposed to "
                 "changes of the machine's load." % (
@@ -743,7 +837,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
     results: run_block's results by block name.
     peaks: the matmul peak FLOP/s measured so far (MFU uses the best).
     matmul_size: the size of the matmul that measured them.
-    start: time.perf_counter() at the start of the run.
+    start: time.monotonic() at the start of the run (Log.start).
     final: the run is complete.
     threads: the sessions' threads.
     quick: a quick run.
@@ -766,7 +860,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
       "matmul_peak_flops": peak, "matmul_peak_flops_runs": peaks,
       "aliases": benchmarking.ALIASES, "blocks": results,
       "targets": check_targets(results, targets),
-      "runtime_s": time.perf_counter() - start,
+      "runtime_s": time.monotonic() - start,
       "command": " ".join(sys.argv),
   }
   with open(os.path.join(output_dir, "benchmark.json"), "w") as f:

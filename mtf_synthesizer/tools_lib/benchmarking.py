@@ -114,12 +114,11 @@ def _release(mode: str) -> tiny_model.LayerFactory:
 
 # Live [batch, heads, length, memory] float32 tensors per attention layer at
 # a training step's peak, for `estimate_memory`: upper bounds of the step
-# peaks measured at 4096 x 1 (docs/benchmark_results_quiet.md: V 3.8, our
-# layer 1.0-2.8, FD 4.8, the release's layer 3.6-3.8 logits-sized tensors
-# per layer, including the small tensors).
+# peaks measured at 4096 x 1 (V 3.8, our layer 1.0-2.8 with FD below V, the
+# release's layer 3.6-3.8 logits-sized tensors per layer, including the
+# small tensors).
 _LIVE_LOGITS_MESH = 4.0
 _LIVE_LOGITS_OURS = 3.0
-_LIVE_LOGITS_FD = 5.0
 _TABLE_COMPONENTS = ("random", "fixed_random")
 
 
@@ -171,8 +170,7 @@ def _table_variant(variant: variants.Variant, fr_rank: int) -> Variant:
   return Variant(
       table_name(variant), "ours", tiny_model.attention_layer(
           variant, fr_rank),
-      live_logits=(_LIVE_LOGITS_FD if "factorized_dense" in variant.components
-                   else _LIVE_LOGITS_OURS),
+      live_logits=_LIVE_LOGITS_OURS,
       position_tables=int(any(c in _TABLE_COMPONENTS
                               for c in variant.components)))
 
