@@ -132,23 +132,29 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
                for n in names}
   # A budget just above V's: the release's R (its tables beside a step as
-  # large as V's) does not fit; R and Fix fit, but not with their 4 GiB of
-  # tables beside V's step, so they are timed apart.
+  # large as V's) does not fit; the others fit alone but not beside V's
+  # step, so each is timed apart.
   budget = estimates["V"].total_bytes + GIB
   groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
   assert list(skipped) == ["release:random"], skipped
   assert "would not fit" in skipped["release:random"]
   # 2 GiB of logits x 4 live x 2 layers + activations, + 4 GiB of tables.
   assert "20.5 GiB" in skipped["release:random"], skipped
-  assert apart == ["R", "Fix"]
-  assert groups == [["V(ours)", "D", "FD"]]
-  # With room for one table beside V's step, everything runs with V; R's
-  # and Fix's tables are not resident together, nor Fix's and the
-  # release's.
-  budget = estimates["V"].total_bytes + estimates["R"].state_bytes + GIB
+  assert not groups and apart == ["V(ours)", "R", "Fix", "D", "FD"]
+  # At 2048 x 1 (MiB: V's step 1164, ours 908, R's tables 256), with room
+  # for V and two of our steps and one table: first fit, the steps and
+  # tables of a group counted in full.
+  run = benchmarking.RunShape(2048, 1)
+  estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
+               for n in names}
+  mib = 2 ** 20
+  assert [estimates[n].step_bytes // mib for n in ("V", "D")] == [1164, 908]
+  assert estimates["R"].state_bytes == 256 * mib
+  budget = (1164 + 2 * 908 + 256 + 50) * mib
   groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
   assert not skipped and not apart
-  assert groups == [["V(ours)", "R", "D", "FD"], ["Fix"], ["release:random"]]
+  assert groups == [["V(ours)", "R"], ["Fix", "D"], ["FD"],
+                    ["release:random"]]
 
 
 @pytest.mark.slow  # three processes, each building models
@@ -159,8 +165,8 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
   estimates = {n: benchmarking.estimate_memory(_variant(n), QUICK_SHAPE,
                                                block.run)
                for n in block.variants}
-  # R's table does not fit beside V's step; alone it does.
-  budget = estimates["R"].total_bytes
+  # D fits beside V; R (its table) does not, but alone it does.
+  budget = estimates["V"].total_bytes + estimates["D"].total_bytes
   assert benchmark_report.memory_groups(estimates, budget)[:2] == (
       [["D"]], ["R"])
   seen = []

@@ -123,10 +123,13 @@ def plan(quick: bool, lengths: Optional[Sequence[int]], enc_dec: bool,
   # Longest first (the memory targets are at the longest); results are
   # written after each block, so an interrupted run keeps what it measured.
   for length in sorted(lengths, reverse=True):
+    # At LONG_LENGTH each decode's first pass over the sequence takes as
+    # long as a training step: decoding is timed up to the sweep's end.
     blocks.append(Block("sweep %dx1" % length, shape,
                         benchmarking.RunShape(length, 1), sweep_variants(),
                         rounds=2 if length >= 2048 else 3,
-                        steps=1 if length > 256 else 2, decode=(1, 17),
+                        steps=1 if length > 256 else 2,
+                        decode=(1, 17) if length < LONG_LENGTH else None,
                         decode_rounds=2 if length >= 2048 else 3))
   if encoder:
     encoder_only = dataclasses.replace(shape, causal=False)
@@ -159,14 +162,15 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
                   ) -> Tuple[List[List[str]], List[str], Dict[str, str]]:
   """Splits a block's models into groups that fit in memory beside V.
 
-  V (the reference) stays built while the groups run; the models of a group
-  are built together and timed in rounds with V, then closed. A group fits
-  when V's and its models' length-dependent variables plus the largest step
-  peak among them are within the budget (steps run one at a time). First
-  fit, in the block's order: without R's large tables every model fits in
-  one group. A model that fits alone but not beside V (R's tables while V
-  steps) is timed apart, after V is closed; one that does not fit even
-  alone is skipped.
+  Each group is built with V in a process of its own and timed in rounds
+  with V. A group fits when V's and its models' length-dependent variables
+  plus all their step peaks are within the budget: the steps run one at a
+  time, but TF's CPU allocator keeps a pool that does not reliably reuse
+  one model's freed step memory for another's (an 8192 x 1 group whose
+  largest step was estimated at 16.5 GiB was killed at 24 GB), so the
+  steps are counted in full. First fit, in the block's order. A model that
+  fits alone but not beside V is timed apart, in a process of its own; one
+  that does not fit even alone is skipped.
 
   Args:
     estimates: the models' MemoryEstimates by name, V's included.
@@ -185,8 +189,7 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
 
   def fits(members):
     members = members + [ref]
-    return (sum(e.state_bytes for e in members) +
-            max(e.step_bytes for e in members)) <= budget
+    return sum(e.total_bytes for e in members) <= budget
 
   groups: List[List[str]] = []
   apart: List[str] = []
