@@ -696,7 +696,8 @@ def markdown(report: Dict) -> str:
                report["matmul_size"], report["matmul_size"],
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
            "Ratios are medians over rounds of per-round ratios to V (mesh's "
-           "SelfAttention) in the same process. speed = V time / model "
+           "SelfAttention) in the same round, in the same process (models "
+           "timed apart: to V's median over the block). speed = V time / model "
            "time (>1 is faster). GFLOP/s = the step's matmul FLOPs / its "
            "time; MFU = GFLOP/s / the matmul peak (how far the model is "
            "from the peak). Step peak = live bytes allocated by one "
