@@ -809,7 +809,9 @@ def plot(report: Dict, path: str) -> None:
   lengths = sorted(sweep)
   names = list(sweep[lengths[0]]["results"])
   fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-  for name in names:
+  # One colour per model (tab20 has 20; the sweep has 19 models).
+  colours = plt.get_cmap("tab20").colors
+  for index, name in enumerate(names):
     xs, times, mems = [], [], []
     for length in lengths:
       e = sweep[length]["results"].get(name, {})
@@ -817,10 +819,15 @@ def plot(report: Dict, path: str) -> None:
         xs.append(length)
         times.append(1000 * e["step_s"])
         mems.append(e["peak_step_bytes"] / 2 ** 20)
-    style = "-" if not name.startswith("release") else "--"
-    width = 2.5 if name == V else 1.2
-    axes[0].plot(xs, times, style, marker="o", lw=width, ms=3, label=name)
-    axes[1].plot(xs, mems, style, marker="o", lw=width, ms=3, label=name)
+    if not xs:
+      continue  # never ran in the sweep (Linformer): no legend entry
+    style = dict(
+        linestyle="--" if name.startswith("release") else
+        (":" if name in benchmarking.baseline_names() else "-"),
+        color="black" if name == V else colours[index % len(colours)],
+        lw=2.5 if name == V else 1.2, marker="o", ms=3, label=name)
+    axes[0].plot(xs, times, **style)
+    axes[1].plot(xs, mems, **style)
   for ax, label in ((axes[0], "training step time (ms)"),
                     (axes[1], "training step peak memory (MiB)")):
     ax.set_xscale("log", base=2)
