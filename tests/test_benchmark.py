@@ -298,6 +298,25 @@ def test_target_kinds_evaluate_met_and_missed():
       "detail"]
 
 
+def test_plot_draws_the_models_that_ran_in_the_sweep(tmp_path):
+  def block(length, linformer_ran):
+    results = {
+        "V": _entry(family="mesh", step_s=0.1 * length,
+                    peak_step_bytes=length * 2 ** 20),
+        "R": _entry(step_s=0.05 * length, peak_step_bytes=length * 2 ** 19),
+        "Linformer": (_entry(step_s=0.01, peak_step_bytes=2 ** 20)
+                      if linformer_ran else
+                      _entry(skipped="not causal", skip_kind="not causal"))}
+    return {"run": {"length": length}, "model": "LM", "results": results}
+  report = {"machine": "m", "blocks": {
+      "sweep 128x1": block(128, False), "sweep 256x1": block(256, False),
+      "reference 512x4": block(512, True)}}
+  path = str(tmp_path / "b.png")
+  # Linformer ran only outside the sweep: not drawn, not in the legend.
+  assert benchmark_report.plot(report, path) == ["V", "R"]
+  assert os.path.getsize(path) > 0
+
+
 def test_targets_file_parses_and_names_known_kinds():
   with open(os.path.join(os.path.dirname(SCRIPT),
                          "benchmark_targets.json")) as f:

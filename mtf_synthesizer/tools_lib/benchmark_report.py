@@ -788,12 +788,15 @@ def markdown(report: Dict) -> str:
   return "\n".join(lines)
 
 
-def plot(report: Dict, path: str) -> None:
+def plot(report: Dict, path: str) -> List[str]:
   """Plots time and step peak memory against length (the sweep blocks).
 
   Args:
     report: as written to benchmark.json.
     path: the PNG to write.
+
+  Returns:
+    The models drawn (those timed at one sweep length at least).
   """
   try:
     import matplotlib  # pylint: disable=g-import-not-at-top
@@ -805,12 +808,13 @@ def plot(report: Dict, path: str) -> None:
   sweep = {b["run"]["length"]: b for k, b in report["blocks"].items()
            if k.startswith("sweep")}
   if not sweep:
-    return
+    return []
   lengths = sorted(sweep)
   names = list(sweep[lengths[0]]["results"])
   fig, axes = plt.subplots(1, 2, figsize=(13, 5))
   # One colour per model (tab20 has 20; the sweep has 19 models).
   colours = plt.get_cmap("tab20").colors
+  drawn = []
   for index, name in enumerate(names):
     xs, times, mems = [], [], []
     for length in lengths:
@@ -821,6 +825,7 @@ def plot(report: Dict, path: str) -> None:
         mems.append(e["peak_step_bytes"] / 2 ** 20)
     if not xs:
       continue  # never ran in the sweep (Linformer): no legend entry
+    drawn.append(name)
     style = dict(
         linestyle="--" if name.startswith("release") else
         (":" if name in benchmarking.baseline_names() else "-"),
@@ -840,6 +845,8 @@ def plot(report: Dict, path: str) -> None:
                            report["machine"]))
   fig.tight_layout()
   fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return drawn
 
 
 def write(output_dir: str, results: Dict, peaks: List[float],
