@@ -8,9 +8,11 @@ of the default study is parsed by gin as the stock CLI parses it, and its
 layer stacks are built.
 """
 
+import json
 import math
 import os
 import statistics
+from unittest import mock
 
 import gin
 import mesh_tensorflow.transformer
@@ -170,3 +172,27 @@ def test_tables_show_mean_std_seed_counts_and_inapplicable_cells():
   orderings = R.orderings_table(table, tasks)
   line = [l for l in orderings.splitlines() if "| V > R |" in l][0]
   assert line.endswith("| within seed noise |")
+
+
+def test_results_file_kept_elsewhere_is_read_and_guards_its_commit(
+    tmp_path, monkeypatch, capsys):
+  import conftest  # pylint: disable=g-import-not-at-top
+  record = tmp_path / "kept" / "study.json"
+  record.parent.mkdir()
+  record.write_text(json.dumps({
+      "commit": "0123abc",
+      "runs": _runs("lm", {"vanilla": [2.0, 2.2, 2.4]})}))
+  out = tmp_path / "out"
+  args = ["--output_dir", str(out), "--results", str(record), "--tasks",
+          "lm", "--models", "V"]
+  assert conftest.run_tool("reproduce.py", args + ["--report_only"]) == 0
+  tables = (out / "results.md").read_text()
+  assert tables.startswith("Commit 0123abc;")
+  assert "2.200 ± 0.200" in tables
+  assert not (out / "results.json").exists()
+  # Resuming a record of another commit is refused before any run starts.
+  monkeypatch.setattr(R, "source_commit", lambda: "4567def")
+  monkeypatch.setattr(R, "run_one", mock.Mock(side_effect=AssertionError))
+  assert conftest.run_tool("reproduce.py", args) == 2
+  assert "holds runs of commit 0123abc, this code is 4567def" in (
+      capsys.readouterr().err)

@@ -24,7 +24,9 @@ Every run has its own model directory, `<output_dir>/<task>/<model>/seed<n>`,
 with its logs. Finished runs are recorded in `results.json` as they end, so
 an interrupted study resumes where it stopped, in as many sittings as it
 takes; the file also records the commit of the code, and a study is only
-resumed by the same commit (`--restart` starts over). `results.md` holds the
+resumed by the same commit (`--restart` starts over). `--results` puts that
+record elsewhere: the study of docs/reproduction.md keeps it in the repo,
+docs/reproduction_results.json, so that it resumes on any machine. `results.md` holds the
 tables: mean ± standard deviation over seeds, and which of the paper's
 orderings hold.
 
@@ -79,6 +81,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       map(str, reproduction.DEFAULT_SEEDS)))
   parser.add_argument("--jobs", type=int, default=1,
                       help="runs at the same time")
+  parser.add_argument("--results", default=None,
+                      help="the study's record of finished runs (default: "
+                      "<output_dir>/results.json); docs/reproduction.md's "
+                      "study keeps it at docs/reproduction_results.json")
   parser.add_argument("--restart", action="store_true",
                       help="forget finished runs and start over")
   parser.add_argument("--report_only", action="store_true",
@@ -99,7 +105,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   seeds = [int(s) for s in args.seeds.split(",")]
 
   os.makedirs(args.output_dir, exist_ok=True)
-  results_path = os.path.join(args.output_dir, "results.json")
+  results_path = args.results or os.path.join(args.output_dir,
+                                             "results.json")
   commit = reproduction.source_commit()
   study = {"commit": commit, "runs": {}}
   if args.report_only:
