@@ -400,6 +400,14 @@ def test_linformer_in_a_language_model_is_refused(capsys):
   assert status == 2 and not captured.out
   assert "Table 2-3" in captured.err and "lm1b" in captured.err
   assert "not causal" in captured.err
+  # Every table: Tables 2-3 are left out with the reason, the rest printed.
+  status = conftest.run_tool("paper_commands.py", ["--baseline=linformer"])
+  captured = capsys.readouterr()
+  assert status == 0
+  assert "Table 2-3 left out" in captured.err and "not causal" in captured.err
+  assert "lm1b" not in captured.out
+  assert "baselines/linformer.gin" in captured.out
+  assert "LinformerAttention.k = 32" in captured.out
   with pytest.raises(ValueError, match="not causal"):
     tpu_jobs.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
                  tpu_topology="2x2", model_size="base", baseline="linformer",
