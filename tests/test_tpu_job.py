@@ -494,3 +494,18 @@ def test_paper_commands_parse_as_t5_mesh_transformer_flags(monkeypatch):
           gin.parse_config(param, skip_unknown=True)
       finally:
         gin.clear_config()
+
+
+def test_docs_dry_run_example_is_the_tools_output(monkeypatch):
+  """docs/tpu.md shows what the tool prints for its example command."""
+  with open(os.path.join(conftest.REPO, "docs", "tpu.md")) as f:
+    doc = f.read()
+  command = re.search(r"    python tools/tpu_job.py --dry_run (.*?)\n\n", doc,
+                      re.S).group(1)
+  args = shlex.split(command.replace("\\\n", " "))
+  shown = re.search(r"Output:\n\n```\n(.*?)```", doc, re.S).group(1)
+  _forbid_network(monkeypatch)
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    assert conftest.run_tool("tpu_job.py", ["--dry_run"] + args) == 0
+  assert out.getvalue() == shown
