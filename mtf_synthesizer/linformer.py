@@ -273,7 +273,8 @@ class LinformerAttention(transformer_layers.SelfAttention):
     logits = mtf.einsum(
         [q, projected_keys],
         output_shape=q.shape - [self.kv_dim] + [self.projected_dim])
-    weights = mtf.softmax(mtf.cast(logits, tf.float32), self.projected_dim)
+    weights = layer_lib.softmax(mtf.cast(logits, tf.float32),
+                                self.projected_dim, context)
     kwargs = self.attention_kwargs_from_context(context)
     dropout_rate = kwargs.get("dropout_rate", 0.0)
     if context.train and dropout_rate > 0.0:
