@@ -26,9 +26,9 @@ an interrupted study resumes where it stopped, in as many sittings as it
 takes; the file also records the commit of the code, and a study is only
 resumed by the same commit (`--restart` starts over). `--results` puts
 that record elsewhere: the study of docs/reproduction.md keeps it in the
-repo, docs/reproduction_results.json, so that it resumes on any machine. `results.md` holds the
-tables: mean ± standard deviation over seeds, and which of the paper's
-orderings hold.
+repo, docs/reproduction_results.json, so that it resumes on any machine.
+`results.md` holds the tables: mean ± standard deviation over seeds, and
+which of the paper's orderings hold.
 
   python tools/reproduce.py --output_dir runs/reproduce           # everything
   python tools/reproduce.py --tasks presence --models V,R,DyConv --seeds 1
