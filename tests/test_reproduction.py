@@ -23,6 +23,7 @@ import mtf_synthesizer as ms
 from mtf_synthesizer import baselines
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import reproduction
+from mtf_synthesizer.tools_lib import source
 import t5.models
 
 for _module in (mesh_tensorflow.transformer, t5.models):
@@ -191,7 +192,7 @@ def test_results_file_kept_elsewhere_is_read_and_guards_its_commit(
   assert "2.200 ± 0.200" in tables
   assert not (out / "results.json").exists()
   # Resuming a record of another commit is refused before any run starts.
-  monkeypatch.setattr(R, "source_commit", lambda: "4567def")
+  monkeypatch.setattr(source, "source_commit", lambda: "4567def")
   monkeypatch.setattr(R, "run_one", mock.Mock(side_effect=AssertionError))
   assert conftest.run_tool("reproduce.py", args) == 2
   assert "holds runs of commit 0123abc, this code is 4567def" in (

@@ -35,9 +35,10 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer.tools_lib import benchmark_report
 from mtf_synthesizer.tools_lib import benchmarking
+from mtf_synthesizer.tools_lib import source
 
-TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       "benchmark_targets.json")
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+TARGETS = os.path.join(TOOLS, "benchmark_targets.json")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -98,8 +99,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     benchmark_report.write(
         args.output_dir, results, peaks, matmul_size, log.start, final,
         threads=args.threads, quick=args.quick, targets=targets,
-        with_plot=not args.no_plot)
+        with_plot=not args.no_plot, code=code)
 
+  code, same = source.measured_code(os.path.dirname(TOOLS))
+  if not same:
+    print("benchmark: warning: measuring the mtf_synthesizer package in %s "
+          "(%s), which is not this checkout's working tree; `make install` "
+          "or `PYTHONPATH=.` measures the working tree." % (
+              os.path.dirname(source.PACKAGE_DIR), code), file=sys.stderr)
   matmul_size = 512 if args.quick else 2048
   peaks = [benchmarking.matmul_peak_flops(matmul_size, threads=args.threads)]
   log("matmul peak %.1f GFLOP/s; memory budget %s" % (

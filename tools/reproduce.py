@@ -44,6 +44,7 @@ import time
 from typing import Optional, Sequence
 
 from mtf_synthesizer.tools_lib import reproduction
+from mtf_synthesizer.tools_lib import source
 
 
 def _write_tables(path: str, study: dict, tasks, models) -> str:
@@ -107,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   os.makedirs(args.output_dir, exist_ok=True)
   results_path = args.results or os.path.join(args.output_dir,
                                              "results.json")
-  commit = reproduction.source_commit()
+  commit = source.source_commit()
   study = {"commit": commit, "runs": {}}
   if args.report_only:
     with open(results_path) as f:

@@ -360,7 +360,8 @@ def in_own_process(function: Callable, names: Sequence[str], *args
 
   Returns:
     (function's result, None), or (None, why) if the process died (killed
-    by the OS when out of memory): only its own models are lost.
+    by the OS when out of memory, or unable to import what it runs): only
+    its own models are lost.
   """
   context = multiprocessing.get_context("spawn")
   try:
@@ -368,7 +369,8 @@ def in_own_process(function: Callable, names: Sequence[str], *args
       return pool.submit(function, *args).result(), None
   except futures.process.BrokenProcessPool:
     return None, ("the process that built %s ended abruptly (killed by the "
-                  "OS, most likely out of memory)" % ", ".join(names))
+                  "OS, most likely out of memory, or it failed to start: "
+                  "see the tool's output)" % ", ".join(names))
 
 
 def _finalize(entry: Dict, times: Dict[str, List], block: Block,
@@ -690,9 +692,11 @@ def markdown(report: Dict) -> str:
     The Markdown text.
   """
   lines = ["# Benchmark results", "",
-           "Machine: %s, %s CPU threads; TF %s. Matmul peak (float32 "
-           "%dx%d, same process): %.1f GFLOP/s. Total run time %.0f s." % (
-               report["machine"], report["threads"], report["tf_version"],
+           "Code: %s. Machine: %s, %s CPU threads; TF %s. Matmul peak "
+           "(float32 %dx%d, same process): %.1f GFLOP/s. Total run time "
+           "%.0f s." % (
+               report.get("code", "not recorded"), report["machine"],
+               report["threads"], report["tf_version"],
                report["matmul_size"], report["matmul_size"],
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
            "Ratios are medians over rounds of per-round ratios to V (mesh's "
@@ -851,7 +855,8 @@ def plot(report: Dict, path: str) -> List[str]:
 
 def write(output_dir: str, results: Dict, peaks: List[float],
           matmul_size: int, start: float, final: bool, *, threads: int,
-          quick: bool, targets: Dict, with_plot: bool = True) -> Dict:
+          quick: bool, targets: Dict, with_plot: bool = True,
+          code: str = "not recorded") -> Dict:
   """Writes the JSON, the Markdown and (with_plot) the plot.
 
   Args:
@@ -865,6 +870,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
     quick: a quick run.
     targets: see check_targets ({} for no verdicts).
     with_plot: write benchmark.png.
+    code: the version of the code measured (`source.measured_code`).
 
   Returns:
     The report written to benchmark.json.
@@ -884,6 +890,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
       "targets": check_targets(results, targets),
       "runtime_s": time.monotonic() - start,
       "command": " ".join(sys.argv),
+      "code": code,
   }
   with open(os.path.join(output_dir, "benchmark.json"), "w") as f:
     json.dump(report, f, indent=1)

@@ -15,7 +15,6 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 from typing import Dict, List, Optional, Sequence
 
 from mtf_synthesizer import baselines
@@ -237,26 +236,6 @@ def run_one(task: Task, model_: Model, seed: int, root: str) -> Dict:
       "parameters": stock_cli.count_parameters(model_dir) if ok else None,
       "vocabulary": os.environ.get("MTF_SYNTH_VOCAB") or "task default",
   }
-
-
-def source_commit() -> str:
-  """The git commit of the package's source tree ("+dirty" when edited).
-
-  Returns:
-    The commit, or "unknown" outside a git checkout.
-  """
-  top = os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))))
-  try:
-    commit = subprocess.run(["git", "-C", top, "rev-parse", "HEAD"],
-                            capture_output=True, text=True, check=True
-                            ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", top, "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True, text=True, check=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
-  return commit + ("+dirty" if dirty else "")
 
 
 # --- summary over seeds ---------------------------------------------------------
