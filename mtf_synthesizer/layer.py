@@ -193,9 +193,9 @@ def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
   runs TF's fused softmax on its slice: one exponential forward, and TF's
   gradient, y * (dy - sum(dy * y)), which needs only the output. mtf's own
   `softmax` is exp(x - logsumexp(x)): two exponentials over the logits
-  forward and more full-size temporaries backward (2.7x the time of the
-  fused op on [8, 2048, 2048] logits, forward and backward). The values are
-  the same up to float rounding.
+  forward and more full-size temporaries backward (docs/benchmark.md, "One
+  exponential per softmax", measures the difference). The values are the
+  same up to float rounding.
 
   Args:
     logits: float32 logits.
