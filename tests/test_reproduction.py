@@ -19,6 +19,7 @@ import mesh_tensorflow.transformer
 from mesh_tensorflow.transformer import transformer
 import pytest
 
+import conftest
 import mtf_synthesizer as ms
 from mtf_synthesizer import baselines
 from mtf_synthesizer import variants
@@ -177,7 +178,6 @@ def test_tables_show_mean_std_seed_counts_and_inapplicable_cells():
 
 def test_results_file_kept_elsewhere_is_read_and_guards_its_commit(
     tmp_path, monkeypatch, capsys):
-  import conftest  # pylint: disable=g-import-not-at-top
   record = tmp_path / "kept" / "study.json"
   record.parent.mkdir()
   record.write_text(json.dumps({

@@ -51,12 +51,12 @@ def _forbid_network(monkeypatch):
   monkeypatch.setattr(subprocess, "run", forbidden)
 
 
-def _dry_run(monkeypatch, *args):
+def _dry_run(monkeypatch, *args, base=tuple(_BASE_ARGS)):
   """Runs the tool's main with --dry_run; no socket, no subprocess allowed."""
   _forbid_network(monkeypatch)
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
-    status = conftest.run_tool("tpu_job.py", _BASE_ARGS + list(args))
+    status = conftest.run_tool("tpu_job.py", list(base) + list(args))
   assert status == 0
   return out.getvalue()
 
@@ -504,8 +504,4 @@ def test_docs_dry_run_example_is_the_tools_output(monkeypatch):
                       re.S).group(1)
   args = shlex.split(command.replace("\\\n", " "))
   shown = re.search(r"Output:\n\n```\n(.*?)```", doc, re.S).group(1)
-  _forbid_network(monkeypatch)
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out):
-    assert conftest.run_tool("tpu_job.py", ["--dry_run"] + args) == 0
-  assert out.getvalue() == shown
+  assert _dry_run(monkeypatch, *args, base=["--dry_run"]) == shown
