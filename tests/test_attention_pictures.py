@@ -22,8 +22,8 @@ import tensorflow.compat.v1 as tf
 import conftest
 from mtf_synthesizer.tools_lib import pictures as ap
 
-# Runs the stock CLI or builds many models: `make test-fast` skips it.
-pytestmark = pytest.mark.slow
+# The tests on models trained through the stock CLI are marked slow
+# (`make test-fast` skips them).
 
 N, H, K, D = 16, 3, 4, 8
 SCOPE = "%s/block_%03d/layer_000/SynthesizerAttention"
@@ -194,6 +194,35 @@ def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):
 # ------------------------------------------- real models via the stock CLI
 
 
+def test_attention_softmaxes_finds_each_layers_weights():
+  """Both softmaxes a layer can take (layer.softmax) are found by scope."""
+  # pylint: disable=g-import-not-at-top
+  import mesh_tensorflow as mtf
+  from mtf_synthesizer import layer
+  # pylint: enable=g-import-not-at-top
+  dims = [mtf.Dimension("heads", 2), mtf.Dimension("length", 3),
+          mtf.Dimension("memory_length", 3)]
+  projected = [mtf.Dimension("heads", 2), mtf.Dimension("length", 3),
+               mtf.Dimension("memory_proj", 2)]
+  with tf.Graph().as_default():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    x = mtf.import_tf_tensor(mesh, np.zeros((2, 3, 3), np.float32), dims)
+    y = mtf.import_tf_tensor(mesh, np.zeros((2, 3, 2), np.float32),
+                             projected)
+    with tf.variable_scope(SCOPE % ("encoder", 0)):
+      fused = layer.softmax(x, dims[-1])  # TF's softmax, one op
+      layer.softmax(y, projected[-1])  # not over memory_length: ignored
+    with tf.variable_scope(SCOPE % ("decoder", 0)):
+      split = layer.softmax(x, dims[-1], extra_logit=0.0)  # mtf's ops
+    with tf.variable_scope("encoder/block_000/layer_001/DenseReluDense"):
+      mtf.softmax(x, dims[-1])  # not in an attention layer: ignored
+    found = ap._attention_softmaxes(graph)  # pylint: disable=protected-access
+  assert set(found) == {SCOPE % ("encoder", 0), SCOPE % ("decoder", 0)}
+  assert found[SCOPE % ("encoder", 0)] is fused
+  assert found[SCOPE % ("decoder", 0)] is split
+
+
 @pytest.fixture(scope="module")
 def trained(trained_models):
   """R+V and plain T5 models, trained once per session (conftest.py)."""
@@ -205,6 +234,7 @@ def trained(trained_models):
   return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["RV", "vanilla"])
 def test_first_layer_numpy_equals_mesh_forward_pass(trained, name):
   model_dir = trained[name]
@@ -228,6 +258,7 @@ def test_first_layer_numpy_equals_mesh_forward_pass(trained, name):
                             np.triu_indices(len(ids), 1)[1]] == 0.0)
 
 
+@pytest.mark.slow
 def test_draw_writes_every_picture(trained, tmp_path):
   paths = ap.draw([("R+V", trained["RV"]), ("vanilla", trained["vanilla"])],
                   str(tmp_path), text="abc def", length=20, run_model=False,

@@ -59,9 +59,11 @@ DEFAULT_TEXT = "The list.sort() method sorts the list in place."
 _LAYER_RE = re.compile(
     r"^(?P<stack>.+?)/block_(?P<block>\d+)/(?P<layer>layer_\d+)/"
     r"(?P<kind>SynthesizerAttention|SelfAttention)/")
-# The ops of a softmax taken in a self-attention layer's own scope.
+# A softmax taken in a self-attention layer's own scope: the ops inside
+# mtf.softmax's scope, or the one slicewise op of layer.softmax.
 _SOFTMAX_RE = re.compile(
-    r"^(?P<scope>.+/(?:SynthesizerAttention|SelfAttention))/softmax(?:_\d+)?/")
+    r"^(?P<scope>.+/(?:SynthesizerAttention|SelfAttention))"
+    r"/softmax(?:_\d+)?(?:/|$)")
 
 
 @dataclasses.dataclass
@@ -596,7 +598,9 @@ def _attention_softmaxes(graph) -> Dict[str, "mtf.Tensor"]:
   """The softmax over memory_length of every self-attention layer.
 
   mtf.softmax builds its operations in a variable scope "softmax" (made
-  unique) inside the caller's scope, and its output is the last of them.
+  unique) inside the caller's scope, and its output is the last of them;
+  layer.softmax (TF's fused softmax on each device's slice) is one
+  operation named "softmax" in the caller's scope.
 
   Args:
     graph: an mtf.Graph with the model built.
