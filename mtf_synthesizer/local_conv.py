@@ -25,7 +25,7 @@ class name) instead of `LocalConvAttnBlock`; its full pass computes what
 mesh's computes.
 """
 
-from typing import Dict, Type
+from typing import Dict, Optional, Tuple, Type
 
 import gin
 import mesh_tensorflow as mtf
@@ -139,27 +139,37 @@ class DecodableLocalConvAttnBlock(transformer_layers.LocalConvAttnBlock):
   projection, and an output projection: mesh's block and variables. The
   convolution's input is zeroed where the layer's input token is 0 when
   decoding as well as in the full pass.
+
+  The kernel's window is either given as mesh's relative positions, or by
+  its width alone (`kernel_width`): then it is causal in an autoregressive
+  model (a decoder, a language model) and centred in any other (an
+  encoder, an encoder-only classifier), read from the model the layer is
+  called in. One binding thus serves every stack a gin file configures.
   """
 
   def __init__(self,  # pylint: disable=super-init-not-called
-               min_relative_pos: int,
-               max_relative_pos: int,
-               output_size: int,
+               min_relative_pos: Optional[int] = None,
+               max_relative_pos: Optional[int] = None,
+               output_size: Optional[int] = None,
                depthwise_filter_initializer_scale: float = 1.0,
                pointwise_filter_initializer_scale: float = 1.0,
                activation: str = "linear",
-               attention_type: str = "lightweight_conv"):
+               attention_type: str = "lightweight_conv",
+               kernel_width: Optional[int] = None):
     """Creates the block.
 
-    The kernel covers relative positions min_relative_pos..max_relative_pos
-    (a decoder's must end at 0). As in mesh's block, the channels' kernel
-    sharing is `LightweightConv1DLocalAttn.num_unique_depth_filters` (or
+    The kernel covers relative positions min_relative_pos..max_relative_pos,
+    or, with `kernel_width`, the window `window` chooses for the model. As
+    in mesh's block, the channels' kernel sharing is
+    `LightweightConv1DLocalAttn.num_unique_depth_filters` (or
     `DynamicConv1DLocalAttn...`), not an argument of the block.
 
     Args:
       min_relative_pos: the first relative position of the kernel.
-      max_relative_pos: the last relative position of the kernel.
-      output_size: the channels of the convolution's output (d_model).
+      max_relative_pos: the last relative position of the kernel (at most 0
+        in an autoregressive model).
+      output_size: the channels of the convolution's output (d_model);
+        required.
       depthwise_filter_initializer_scale: scale of the depthwise kernel's
         initializer.
       pointwise_filter_initializer_scale: scale of the pointwise kernel's
@@ -167,18 +177,78 @@ class DecodableLocalConvAttnBlock(transformer_layers.LocalConvAttnBlock):
       activation: the name of an mtf function applied to the convolution's
         output, or "linear".
       attention_type: "lightweight_conv" or "dynamic_conv".
+      kernel_width: instead of the relative positions: the kernel's width,
+        causal or centred as the model requires.
 
     Raises:
-      ValueError: an unknown attention_type, or an empty kernel.
+      ValueError: an unknown attention_type, no output_size, an empty
+        kernel, or neither or both of (min_relative_pos, max_relative_pos)
+        and kernel_width.
     """
+    if output_size is None:
+      raise ValueError("output_size (the model's d_model) is required.")
     if attention_type not in _CONVOLUTIONS:
       raise ValueError("attention_type must be one of %s, got %r" % (
           sorted(_CONVOLUTIONS), attention_type))
-    if max_relative_pos < min_relative_pos:
-      raise ValueError(
-          "max_relative_pos (%d) must be at least min_relative_pos (%d)" % (
-              max_relative_pos, min_relative_pos))
+    positions = (min_relative_pos, max_relative_pos)
+    if kernel_width is None:
+      if None in positions:
+        raise ValueError("Give either kernel_width or both min_relative_pos "
+                         "and max_relative_pos.")
+      if max_relative_pos < min_relative_pos:
+        raise ValueError(
+            "max_relative_pos (%d) must be at least min_relative_pos (%d)"
+            % (max_relative_pos, min_relative_pos))
+    else:
+      if positions != (None, None):
+        raise ValueError("Give kernel_width (%d) or min_relative_pos and "
+                         "max_relative_pos %s, not both." % (
+                             kernel_width, positions))
+      if kernel_width < 1:
+        raise ValueError("kernel_width must be positive, got %d"
+                         % kernel_width)
+      positions = (1 - kernel_width, 0)  # replaced in call()
+    self.kernel_width = kernel_width
     self.conv_local_attn_layer = _CONVOLUTIONS[attention_type](
-        min_relative_pos, max_relative_pos, output_size,
+        positions[0], positions[1], output_size,
         depthwise_filter_initializer_scale,
         pointwise_filter_initializer_scale, activation)
+    self._relative_positions = None if kernel_width else positions
+
+  def window(self, model) -> Tuple[int, int]:
+    """The kernel's relative positions in `model` (first, last).
+
+    Args:
+      model: the transformer.Unitransformer the layer is called in.
+
+    Returns:
+      (min_relative_pos, max_relative_pos). With `kernel_width` w: -(w - 1)
+      to 0 in an autoregressive model, else -(w // 2) to (w - 1) // 2.
+
+    Raises:
+      ValueError: given relative positions that reach later positions in an
+        autoregressive model (training would read the targets it predicts,
+        and decoding could not compute the full pass).
+    """
+    autoregressive = model.autoregressive
+    if self.kernel_width is None:
+      first, last = self._relative_positions
+      if autoregressive and last > 0:
+        raise ValueError(
+            "max_relative_pos is %d in an autoregressive model (%s): its "
+            "convolution would read later positions. Use at most 0, or "
+            "kernel_width." % (last, model.name))
+      return first, last
+    width = self.kernel_width
+    if autoregressive:
+      return 1 - width, 0
+    return -(width // 2), (width - 1) // 2
+
+  def call(self, context, x, losses=None):
+    """Calls mesh's block with the kernel's window set for context.model."""
+    # pylint: disable=protected-access
+    convolution = self.conv_local_attn_layer
+    (convolution._min_relative_pos,
+     convolution._max_relative_pos) = self.window(context.model)
+    # pylint: enable=protected-access
+    return super().call(context, x, losses)

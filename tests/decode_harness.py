@@ -238,6 +238,49 @@ def run_bitransformer(gin_files: Sequence[str],
     gin.clear_config()
 
 
+def run_aligned_model(gin_files: Sequence[str],
+                      gin_params: Sequence[str] = (),
+                      seed: int = 3) -> Dict[int, np.ndarray]:
+  """mesh's encoder-only model ('aligned') the gin files configure.
+
+  Built as the stock CLI builds it (`utils.build_model`), with the model
+  type the files bind (`utils.run.model_type`). Gin is cleared before and
+  after.
+
+  Args:
+    gin_files: e.g. [..., "experiments/_encoder_classifier.gin", <layer>].
+    gin_params: bindings after the files.
+    seed: the seed of the tokens and of the variables' values.
+
+  Returns:
+    {-1: the logits of inputs A, p: the logits of inputs A with the token at
+    position p changed, for every p}; each [batch, length, vocab].
+  """
+  inputs, _, _ = _tokens(seed)
+  inputs[0, LENGTH - 3:] = inputs[1, LENGTH - 3:]  # no padding
+  changed = {-1: inputs}
+  for p in range(LENGTH):
+    changed[p] = inputs.copy()
+    changed[p][:, p] = 2 + (inputs[:, p] - 1) % (VOCAB - 2)  # another id
+  gin.clear_config()
+  gin.parse_config_files_and_bindings(list(gin_files), list(gin_params))
+
+  def build(imp):
+    from mesh_tensorflow.transformer import utils  # pylint: disable=g-import-not-at-top
+    model = utils.build_model(
+        model_type=gin.query_parameter("utils.run.model_type"),
+        input_vocab_size=VOCAB, output_vocab_size=VOCAB,
+        layout_rules=mtf.convert_to_layout_rules(""),
+        mesh_shape=mtf.convert_to_shape(""))
+    return {str(p): model.call_simple(imp(x), imp(x), False, mode=_EVAL)[0]
+            for p, x in changed.items()}
+
+  try:
+    return {int(p): v for p, v in _run(build, seed).items()}
+  finally:
+    gin.clear_config()
+
+
 def check_causal(run: DecodeRun) -> None:
   """Asserts the logits read only earlier targets (and do read them)."""
   np.testing.assert_allclose(run.logits_a[:, :SPLIT + 1],

@@ -5,9 +5,11 @@
 import os
 
 import gin
+import mesh_tensorflow as mtf
 import mesh_tensorflow.transformer
 from mesh_tensorflow.transformer import transformer
 from mesh_tensorflow.transformer import transformer_layers
+from mesh_tensorflow.transformer import utils as mtf_utils
 import pytest
 
 import mtf_synthesizer as ms
@@ -176,13 +178,47 @@ def test_baseline_file_builds_its_layer_in_the_stacks_it_applies_to(name):
     return
   assert type(decoder[0]) is layer
   if layer is local_conv.DecodableLocalConvAttnBlock:
-    # pylint: disable=protected-access
-    conv = {k: v[0].conv_local_attn_layer for k, v in stacks.items()}
-    # Causal where a stack may decode; centred in the encoder.
-    for stack in ("decoder", "lm"):
-      assert conv[stack].filter_size == 7
-      assert conv[stack]._max_relative_pos == 0
-    assert conv["encoder"]._min_relative_pos == -3
-    assert conv["encoder"]._max_relative_pos == 3
-    for stack in conv.values():
-      assert isinstance(stack, _CONVOLUTIONS[name])
+    for stack in stacks.values():
+      assert stack[0].kernel_width == 7
+      assert isinstance(stack[0].conv_local_attn_layer, _CONVOLUTIONS[name])
+
+
+@pytest.mark.parametrize("name", sorted(_CONVOLUTIONS))
+def test_convolution_kernel_is_causal_in_autoregressive_models_only(name):
+  # The models mesh builds from the gin files (utils.build_model): the
+  # kernel's window comes from the model each stack is called in.
+  gin.parse_config_files_and_bindings(
+      ["defaults.gin", "models/t5.1.1.tiny.gin",
+       "baselines/%s.gin" % name], [])
+
+  def build(model_type):
+    return mtf_utils.build_model(
+        model_type=model_type, input_vocab_size=64, output_vocab_size=64,
+        layout_rules=mtf.convert_to_layout_rules(""),
+        mesh_shape=mtf.convert_to_shape(""))
+
+  encoder_decoder = build("bitransformer")
+  models = {"encoder": encoder_decoder.encoder,
+            "decoder": encoder_decoder.decoder,
+            "lm": build("lm"), "delimited_lm": build("delimited_lm"),
+            "aligned": build("aligned")}  # Table 7's encoder-only classifier
+  windows = {kind: model.layer_stack.layers[0].window(model)
+             for kind, model in models.items()}
+  assert windows == {"encoder": (-3, 3), "decoder": (-6, 0), "lm": (-6, 0),
+                     "delimited_lm": (-6, 0), "aligned": (-3, 3)}
+
+
+def test_convolution_refuses_a_window_into_the_future_of_a_decoder():
+  gin.parse_config_files_and_bindings(
+      ["defaults.gin", "models/t5.1.1.tiny.gin",
+       "baselines/dynamic_conv.gin"],
+      ["DecodableLocalConvAttnBlock.kernel_width = None",
+       "DecodableLocalConvAttnBlock.min_relative_pos = -3",
+       "DecodableLocalConvAttnBlock.max_relative_pos = 3"])
+  model = transformer.make_bitransformer(input_vocab_size=64,
+                                         output_vocab_size=64)
+  encoder = model.encoder.layer_stack.layers[0]
+  assert encoder.window(model.encoder) == (-3, 3)
+  decoder = model.decoder.layer_stack.layers[0]
+  with pytest.raises(ValueError, match="max_relative_pos is 3 .*decoder"):
+    decoder.window(model.decoder)

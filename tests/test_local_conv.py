@@ -77,6 +77,31 @@ def test_block_refuses_what_it_cannot_build():
     local_conv.DecodableLocalConvAttnBlock(-6, 0, 8, attention_type="conv")
   with pytest.raises(ValueError, match="max_relative_pos"):
     local_conv.DecodableLocalConvAttnBlock(0, -1, 8)
+  with pytest.raises(ValueError, match="output_size"):
+    local_conv.DecodableLocalConvAttnBlock(kernel_width=7)
+  with pytest.raises(ValueError, match="either kernel_width"):
+    local_conv.DecodableLocalConvAttnBlock(-6, None, 8)
+  with pytest.raises(ValueError, match="not both"):
+    local_conv.DecodableLocalConvAttnBlock(-6, 0, 8, kernel_width=7)
+  with pytest.raises(ValueError, match="positive"):
+    local_conv.DecodableLocalConvAttnBlock(output_size=8, kernel_width=0)
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_encoder_classifier_reads_both_sides(name):
+  # Table 7's encoder-only classifier, as the reproduction builds it: its
+  # label is read at the first positions, so the kernel must be centred
+  # there. Width 7 in two blocks: position 0 reads positions 0..6, and a
+  # position p reads p - 6..p + 6.
+  logits = dh.run_aligned_model(
+      ["defaults.gin", "models/t5.1.1.tiny.gin",
+       "experiments/_encoder_classifier.gin", "baselines/%s.gin" % name])
+  base = logits.pop(-1)
+  reach = {p: [q for q in range(dh.LENGTH)
+               if not np.allclose(logits[p][:, q], base[:, q], atol=1e-5)]
+           for p in logits}
+  assert reach[0] == list(range(0, 7)), reach
+  assert reach[dh.LENGTH - 1] == list(range(1, dh.LENGTH)), reach
 
 
 def test_mesh_convolution_bindings_still_apply():

@@ -179,8 +179,8 @@ def baseline_variants() -> List[Variant]:
   """The baselines of `mtf_synthesizer.baselines`, as their gin files bind them.
 
   Labels are the table's (LightConv, DyConv, Local, Linformer). The
-  convolutions' kernel is causal (width 7, the position and the 6 before it)
-  in a single stack and a decoder, centred in an encoder; Local is a window
+  convolutions' kernel (width 7) is causal in an autoregressive stack (LM,
+  decoder) and centred in any other (encoder, encoder-only model); Local is a window
   of radius 128 on full attention; Linformer (k = 32) is not causal: in an
   encoder-decoder it replaces the encoder's self-attention only (the decoder
   keeps mesh's), and it is not built in a decoder-only LM.
@@ -193,8 +193,7 @@ def baseline_variants() -> List[Variant]:
     layer = tiny_model.baseline_layer(baseline.name)
     kwargs = {}
     if baseline.name in ("lightweight_conv", "dynamic_conv"):
-      kwargs = dict(make_encoder_layer=tiny_model.baseline_layer(
-          baseline.name, encoder=True), live_logits=0.0)
+      kwargs = dict(live_logits=0.0)
     elif baseline.name == "linformer":
       kwargs = dict(vanilla_decoder=True,
                     memory_length=tiny_model.LINFORMER_K)

@@ -279,23 +279,19 @@ def attention_layer(variant: variants.Variant,
 
 
 # The baselines' settings, as gin/baselines/*.gin bind them: kernel width 7
-# (causal: the position and the 6 before it; an encoder's: centred), the
-# local window's radius, and Linformer's k (the Synthesizer paper's Table 7).
-CONV_CAUSAL_KERNEL = (-6, 0)
-CONV_ENCODER_KERNEL = (-3, 3)
+# (causal in an autoregressive model, else centred), the local window's
+# radius, and Linformer's k (the Synthesizer paper's Table 7).
+CONV_KERNEL_WIDTH = 7
 LOCAL_RADIUS = 128
 LINFORMER_K = 32
 
 
-def baseline_layer(name: str, encoder: bool = False) -> LayerFactory:
+def baseline_layer(name: str) -> LayerFactory:
   """The self-attention replacement of a baseline (its gin file's layer).
 
   Args:
     name: "lightweight_conv", "dynamic_conv", "local_attention" or
       "linformer" (`mtf_synthesizer.baselines.NAMES`).
-    encoder: the layer of an encoder-decoder's encoder (the convolutions'
-      kernel is centred there, as `_local_conv.gin` binds it); else the layer
-      of a single stack (LM or encoder-only model) or of a decoder.
 
   Returns:
     A LayerFactory.
@@ -304,13 +300,11 @@ def baseline_layer(name: str, encoder: bool = False) -> LayerFactory:
     ValueError: for an unknown name.
   """
   if name in ("lightweight_conv", "dynamic_conv"):
-    low, high = CONV_ENCODER_KERNEL if encoder else CONV_CAUSAL_KERNEL
-
     def make_conv(max_length: int, shape: ModelShape):
       del max_length
       return local_conv.DecodableLocalConvAttnBlock(
-          min_relative_pos=low, max_relative_pos=high,
-          output_size=shape.d_model, attention_type=name)
+          kernel_width=CONV_KERNEL_WIDTH, output_size=shape.d_model,
+          attention_type=name)
     return make_conv
   if name == "local_attention":
     def make_local(max_length: int, shape: ModelShape):
