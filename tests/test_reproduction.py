@@ -11,7 +11,11 @@ layer stacks are built.
 import json
 import math
 import os
+import signal
 import statistics
+import sys
+import threading
+import time
 from unittest import mock
 
 import gin
@@ -25,6 +29,7 @@ from mtf_synthesizer import baselines
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import reproduction
 from mtf_synthesizer.tools_lib import source
+from mtf_synthesizer.tools_lib import stock_cli
 import t5.models
 
 for _module in (mesh_tensorflow.transformer, t5.models):
@@ -197,3 +202,49 @@ def test_results_file_kept_elsewhere_is_read_and_guards_its_commit(
   assert conftest.run_tool("reproduce.py", args) == 2
   assert "holds runs of commit 0123abc, this code is 4567def" in (
       capsys.readouterr().err)
+
+
+def test_sigterm_kills_the_runs_in_progress_and_records_none(
+    tmp_path, monkeypatch, capsys):
+  # A stopped study (a batch system's SIGTERM) leaves no command writing
+  # into a model directory, records no run, and starts no queued one.
+  started = []
+
+  def run_one(task, model_, seed, root):
+    del root
+    started.append(seed)
+    result = stock_cli.run([sys.executable, "-c",
+                            "import time; time.sleep(120)"])
+    return {"task": task.name, "model": model_.name, "seed": seed,
+            "status": result.returncode, "log": None, "metric": None}
+
+  monkeypatch.setattr(R, "run_one", run_one)
+  processes = []
+
+  def stop_when_both_run():
+    deadline = time.time() + 60
+    while time.time() < deadline:
+      with stock_cli._running_lock:  # pylint: disable=protected-access
+        running = list(stock_cli._running)  # pylint: disable=protected-access
+      if len(running) == 2:
+        processes.extend(running)
+        break
+      time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+  stopper = threading.Thread(target=stop_when_both_run)
+  stopper.start()
+  record = tmp_path / "record.json"
+  begin = time.time()
+  status = conftest.run_tool("reproduce.py", [
+      "--output_dir", str(tmp_path / "out"), "--results", str(record),
+      "--tasks", "presence", "--models", "V", "--seeds", "1,2,3",
+      "--jobs", "2"])
+  stopper.join()
+  assert status == 130
+  assert time.time() - begin < 60  # did not wait for the commands
+  assert len(processes) == 2 and sorted(started) == [1, 2]
+  assert all(p.poll() is not None for p in processes)
+  assert not record.exists() or json.loads(record.read_text())["runs"] == {}
+  assert "stopped; 0 runs are recorded" in capsys.readouterr().err
+  assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -23,7 +23,8 @@ form (find the key, read its value).
 Every run has its own model directory, `<output_dir>/<task>/<model>/seed<n>`,
 with its logs. Finished runs are recorded in `results.json` as they end, so
 an interrupted study resumes where it stopped, in as many sittings as it
-takes; the file also records the commit of the code, and a study is only
+takes (Ctrl-C or SIGTERM kills the runs in progress, which are not
+recorded and start over); the file also records the commit of the code, and a study is only
 resumed by the same commit (`--restart` starts over). `--results` puts
 that record elsewhere: the study of docs/reproduction.md keeps it in the
 repo, docs/reproduction_results.json, so that it resumes on any machine.
@@ -38,13 +39,15 @@ import argparse
 import concurrent.futures
 import json
 import os
+import signal
 import sys
 import threading
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from mtf_synthesizer.tools_lib import reproduction
 from mtf_synthesizer.tools_lib import source
+from mtf_synthesizer.tools_lib import stock_cli
 
 
 def _write_tables(path: str, study: dict, tasks, models) -> str:
@@ -68,6 +71,55 @@ def _write_tables(path: str, study: dict, tasks, models) -> str:
 def _finished(record: Optional[dict]) -> bool:
   return bool(record) and record["status"] == 0 and (
       record["metric"] is not None)
+
+
+class _Stop(Exception):
+  """SIGTERM (a batch system's stop, a pre-emption) reached the tool."""
+
+
+def _raise_stop(signum, frame):
+  del signum, frame
+  raise _Stop()
+
+
+def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
+             stopping: threading.Event) -> bool:
+  """Runs one(*job) for every job, `workers` at a time.
+
+  On Ctrl-C or SIGTERM no job starts any more and the commands in progress
+  are killed (stock_cli.kill_running), so that none writes on into a model
+  directory after the tool has gone; `stopping` is set first, so that
+  their runs are not recorded as failed.
+
+  Args:
+    one: runs one job.
+    jobs: the jobs' arguments.
+    workers: how many jobs run at the same time.
+    stopping: set when the tool is stopped.
+
+  Returns:
+    True when every job ran, False when the tool was stopped.
+  """
+  previous = signal.signal(signal.SIGTERM, _raise_stop)
+  pool = concurrent.futures.ThreadPoolExecutor(workers)
+  futures = []
+  try:
+    futures = [pool.submit(one, *job) for job in jobs]
+    for future in futures:
+      future.result()
+    return True
+  except (KeyboardInterrupt, _Stop):
+    stopping.set()
+    pool.shutdown(wait=False, cancel_futures=True)
+    # A job between its training and evaluation commands may start one
+    # after a kill: kill until every job has returned.
+    while not all(f.done() for f in futures):
+      stock_cli.kill_running()
+      time.sleep(0.2)
+    return False
+  finally:
+    pool.shutdown(wait=True)
+    signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -138,6 +190,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lock = threading.Lock()
   start = time.time()
   done = [0]
+  stopping = threading.Event()
 
   def one(task, model, seed):
     key = reproduction.run_key(task, model, seed)
@@ -145,6 +198,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print("[%.0f min] start %s" % ((time.time() - start) / 60, key),
             flush=True)
     record = reproduction.run_one(task, model, seed, args.output_dir)
+    if stopping.is_set():  # killed, not failed: not recorded
+      return
     with lock:
       study["runs"][key] = record
       with open(results_path + ".tmp", "w") as f:
@@ -158,9 +213,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           if record["status"] else "%.4g" % metric if metric is not None
           else "no metric"), flush=True)
 
-  with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-    for future in [pool.submit(one, *job) for job in todo]:
-      future.result()
+  if not _run_all(one, todo, max(1, args.jobs), stopping):
+    with lock:
+      finished = sum(map(_finished, study["runs"].values()))
+    print("reproduce: stopped; %d runs are recorded in %s (the runs in "
+          "progress are not, and start over): the same command resumes."
+          % (finished, results_path), file=sys.stderr)
+    return 130
   print(_write_tables(os.path.join(args.output_dir, "results.md"), study,
                       tasks, models))
   failed = [k for k, r in study["runs"].items() if r["status"] != 0]

@@ -498,6 +498,30 @@ def _kill(proc: subprocess.Popen, group: bool) -> None:
     pass
 
 
+# The processes `run` is running, in any thread: {process: leads a group}.
+_running: Dict[subprocess.Popen, bool] = {}
+_running_lock = threading.Lock()
+
+
+def kill_running() -> int:
+  """Kills every command that `run` is running, in any thread.
+
+  A tool that runs commands from worker threads calls it when it is
+  stopped (Ctrl-C, SIGTERM), so that no command outlives it and writes on
+  into a model directory that a resumed tool starts over. Each `run` then
+  returns the killed command's Result (a negative return code).
+
+  Returns:
+    How many commands were running.
+  """
+  with _running_lock:
+    running = list(_running.items())
+  for proc, group in running:
+    if proc.poll() is None:
+      _kill(proc, group)
+  return len(running)
+
+
 def run(command: Union[Command, Sequence[str]],
         log_path: Optional[str] = None,
         on_line: Optional[Callable[[str], None]] = None,
@@ -537,29 +561,35 @@ def run(command: Union[Command, Sequence[str]],
                           stderr=subprocess.STDOUT, text=True,
                           errors="replace", bufsize=1, env=env,
                           start_new_session=bool(timeout)) as proc:
-      def on_timeout():
-        timed_out.set()
-        _kill(proc, group=True)
-      timer = threading.Timer(timeout, on_timeout) if timeout else None
-      if timer:
-        timer.start()
+      with _running_lock:
+        _running[proc] = bool(timeout)
       try:
-        for line in proc.stdout:
-          if log:
-            log.write(line)
-          if on_line:
-            on_line(line)
-          kept.append(line)
-          size += len(line)
-          while size > keep_chars and len(kept) > 1:
-            size -= len(kept.popleft())
-      except BaseException:  # Ctrl-C or a failing callback: stop the run.
-        _kill(proc, group=bool(timeout))
-        raise
-      finally:
+        def on_timeout():
+          timed_out.set()
+          _kill(proc, group=True)
+        timer = threading.Timer(timeout, on_timeout) if timeout else None
         if timer:
-          timer.cancel()
-      returncode = proc.wait()
+          timer.start()
+        try:
+          for line in proc.stdout:
+            if log:
+              log.write(line)
+            if on_line:
+              on_line(line)
+            kept.append(line)
+            size += len(line)
+            while size > keep_chars and len(kept) > 1:
+              size -= len(kept.popleft())
+        except BaseException:  # Ctrl-C or a failing callback: stop the run.
+          _kill(proc, group=bool(timeout))
+          raise
+        finally:
+          if timer:
+            timer.cancel()
+        returncode = proc.wait()
+      finally:
+        with _running_lock:
+          _running.pop(proc, None)
   finally:
     if log:
       log.close()
