@@ -12,6 +12,7 @@ lines must fail with a message that says what is wrong.
 import concurrent.futures
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -139,6 +140,36 @@ def test_infer_decodes_the_input_file(runs, variant):
     lines.pop()
   assert len(lines) == len(INPUTS)
   assert "decoded 1:" in proc.stderr
+
+
+def _neg_log_perplexity(model_dir):
+  (eval_dir,) = [d for d in os.listdir(model_dir)
+                 if d.startswith("eval_pydocs_span_corruption_validation")]
+  (_, value), = _scalars(os.path.join(model_dir, eval_dir))[
+      "neg_log_perplexity"]
+  return value
+
+
+def test_eval_scores_one_checkpoint_on_the_same_examples(runs, tmp_path):
+  # Span corruption noises its evaluation data at random: T5's evaluation
+  # dataset has no seed, so each evaluation scores other examples.
+  # stock_cli seeds it: evaluations of one checkpoint agree.
+  trained = str(runs["root"] / "random")
+  assert runs["after"][("random", "eval")].returncode == 0
+  seeds = {"seeded": stock_cli.EVAL_DATA_SEED, "t5_a": None, "t5_b": None}
+
+  def evaluate(name):
+    model_dir = str(tmp_path / name)
+    shutil.copytree(trained, model_dir, ignore=shutil.ignore_patterns(
+        "eval_*"))
+    proc = run(stock_cli.perplexity_eval(command(model_dir, "random"), 5,
+                                         seed=seeds[name]))
+    assert proc.returncode == 0, _tail(proc)
+    return _neg_log_perplexity(model_dir)
+
+  values = _parallel(evaluate, sorted(seeds))
+  assert values["seeded"] == _neg_log_perplexity(trained)
+  assert values["t5_a"] != values["t5_b"]  # why the seed is bound
 
 
 # --- bad command lines ----------------------------------------------------

@@ -228,9 +228,22 @@ def local_train(model_dir: str, variant: str, steps: Optional[int], *,
       params + list(gin_params), env=env or {})
 
 
+# The seed of the evaluation data's random preprocessing. T5's evaluation
+# dataset (`mesh_eval_dataset_fn`) has none by default, so a task with a
+# random preprocessor (span corruption's noise, for one) is evaluated on
+# other examples at every evaluation: scores of one checkpoint differ, and
+# models are not compared on the same examples.
+EVAL_DATA_SEED = 0
+
+
+def _eval_seed_params(seed: Optional[int]) -> List[str]:
+  return [] if seed is None else ["mesh_eval_dataset_fn.seed = %d" % seed]
+
+
 def perplexity_eval(train: Command, eval_steps: int,
                     split: str = "validation",
-                    checkpoint_step: int = -1) -> Command:
+                    checkpoint_step: int = -1,
+                    seed: Optional[int] = EVAL_DATA_SEED) -> Command:
   """The perplexity evaluation (`perplexity_eval.gin`) of a trained model.
 
   Args:
@@ -238,6 +251,8 @@ def perplexity_eval(train: Command, eval_steps: int,
     eval_steps: batches evaluated.
     split: the split.
     checkpoint_step: the checkpoint (-1: the last).
+    seed: the seed of the evaluation data's random preprocessing (the same
+      examples at every evaluation); None: T5's default, none.
 
   Returns:
     The Command; the scalars go to `<model_dir>/eval_<mixture>_<split>...`.
@@ -245,24 +260,29 @@ def perplexity_eval(train: Command, eval_steps: int,
   return train.extended(["perplexity_eval.gin"], [
       "eval_checkpoint_step = %d" % checkpoint_step,
       "utils.run.dataset_split = '%s'" % split,
-      "utils.run.perplexity_eval_steps = %d" % eval_steps])
+      "utils.run.perplexity_eval_steps = %d" % eval_steps,
+  ] + _eval_seed_params(seed))
 
 
 def decode_eval(train: Command, checkpoint_step: int,
-                split: str = "validation") -> Command:
+                split: str = "validation",
+                seed: Optional[int] = EVAL_DATA_SEED) -> Command:
   """Decodes a split and scores it with the task's metrics (`eval.gin`).
 
   Args:
     train: the model's training command.
     checkpoint_step: the checkpoint.
     split: the split.
+    seed: the seed of the evaluation data's random preprocessing; None:
+      T5's default, none.
 
   Returns:
     The Command; the files and scalars go to `<model_dir>/<split>_eval`.
   """
   return train.extended(["eval.gin"], [
       "utils.run.dataset_split = '%s'" % split,
-      "eval_checkpoint_step = %d" % checkpoint_step])
+      "eval_checkpoint_step = %d" % checkpoint_step,
+  ] + _eval_seed_params(seed))
 
 
 def infer(train: Command, input_file: str, output_file: str,
