@@ -213,7 +213,7 @@ class DecodableLocalConvAttnBlock(transformer_layers.LocalConvAttnBlock):
         positions[0], positions[1], output_size,
         depthwise_filter_initializer_scale,
         pointwise_filter_initializer_scale, activation)
-    self._relative_positions = None if kernel_width else positions
+    self._relative_positions = positions if kernel_width is None else None
 
   def window(self, model) -> Tuple[int, int]:
     """The kernel's relative positions in `model` (first, last).

@@ -25,6 +25,7 @@ from typing import Callable, Dict, Optional, Sequence
 import gin
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
+from mesh_tensorflow.transformer import utils as mtf_utils
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -266,8 +267,7 @@ def run_aligned_model(gin_files: Sequence[str],
   gin.parse_config_files_and_bindings(list(gin_files), list(gin_params))
 
   def build(imp):
-    from mesh_tensorflow.transformer import utils  # pylint: disable=g-import-not-at-top
-    model = utils.build_model(
+    model = mtf_utils.build_model(
         model_type=gin.query_parameter("utils.run.model_type"),
         input_vocab_size=VOCAB, output_vocab_size=VOCAB,
         layout_rules=mtf.convert_to_layout_rules(""),

@@ -24,10 +24,11 @@ Every run has its own model directory, `<output_dir>/<task>/<model>/seed<n>`,
 with its logs. Finished runs are recorded in `results.json` as they end, so
 an interrupted study resumes where it stopped, in as many sittings as it
 takes (Ctrl-C or SIGTERM kills the runs in progress, which are not
-recorded and start over); the file also records the commit of the code, and a study is only
-resumed by the same commit (`--restart` starts over). `--results` puts
-that record elsewhere: the study of docs/reproduction.md keeps it in the
-repo, docs/reproduction_results.json, so that it resumes on any machine.
+recorded and start over); the file also records the commit of the code,
+and a study is only resumed by the same commit (`--restart` starts over).
+`--results` puts that record elsewhere: the study of docs/reproduction.md
+keeps it in the repo, docs/reproduction_results.json, so that it resumes
+on any machine.
 `results.md` holds the tables: mean ± standard deviation over seeds, and
 which of the paper's orderings hold.
 

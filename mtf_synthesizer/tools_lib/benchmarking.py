@@ -180,10 +180,10 @@ def baseline_variants() -> List[Variant]:
 
   Labels are the table's (LightConv, DyConv, Local, Linformer). The
   convolutions' kernel (width 7) is causal in an autoregressive stack (LM,
-  decoder) and centred in any other (encoder, encoder-only model); Local is a window
-  of radius 128 on full attention; Linformer (k = 32) is not causal: in an
-  encoder-decoder it replaces the encoder's self-attention only (the decoder
-  keeps mesh's), and it is not built in a decoder-only LM.
+  decoder) and centred in any other (encoder, encoder-only model); Local is
+  a window of radius 128 on full attention; Linformer (k = 32) is not
+  causal: in an encoder-decoder it replaces the encoder's self-attention
+  only (the decoder keeps mesh's), and it is not built in a decoder-only LM.
 
   Returns:
     One Variant per baseline, in the table's order.

@@ -236,7 +236,15 @@ def local_train(model_dir: str, variant: str, steps: Optional[int], *,
 EVAL_DATA_SEED = 0
 
 
-def _eval_seed_params(seed: Optional[int]) -> List[str]:
+def eval_seed_params(seed: Optional[int] = EVAL_DATA_SEED) -> List[str]:
+  """The gin bindings that seed the evaluation data (none for None).
+
+  Args:
+    seed: the seed; None: T5's default, no seed.
+
+  Returns:
+    A list of --gin_param values.
+  """
   return [] if seed is None else ["mesh_eval_dataset_fn.seed = %d" % seed]
 
 
@@ -261,7 +269,7 @@ def perplexity_eval(train: Command, eval_steps: int,
       "eval_checkpoint_step = %d" % checkpoint_step,
       "utils.run.dataset_split = '%s'" % split,
       "utils.run.perplexity_eval_steps = %d" % eval_steps,
-  ] + _eval_seed_params(seed))
+  ] + eval_seed_params(seed))
 
 
 def decode_eval(train: Command, checkpoint_step: int,
@@ -282,7 +290,7 @@ def decode_eval(train: Command, checkpoint_step: int,
   return train.extended(["eval.gin"], [
       "utils.run.dataset_split = '%s'" % split,
       "eval_checkpoint_step = %d" % checkpoint_step,
-  ] + _eval_seed_params(seed))
+  ] + eval_seed_params(seed))
 
 
 def infer(train: Command, input_file: str, output_file: str,
@@ -577,12 +585,13 @@ def run(command: Union[Command, Sequence[str]],
       log.write(format_command(argv) + "\n\n")
     # With a timeout, the command gets its own process group, so that what it
     # started dies with it (and the pipe closes).
+    group = bool(timeout)
     with subprocess.Popen(argv, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True,
                           errors="replace", bufsize=1, env=env,
-                          start_new_session=bool(timeout)) as proc:
+                          start_new_session=group) as proc:
       with _running_lock:
-        _running[proc] = bool(timeout)
+        _running[proc] = group
       try:
         def on_timeout():
           timed_out.set()
@@ -601,7 +610,7 @@ def run(command: Union[Command, Sequence[str]],
             while size > keep_chars and len(kept) > 1:
               size -= len(kept.popleft())
         except BaseException:  # Ctrl-C or a failing callback: stop the run.
-          _kill(proc, group=bool(timeout))
+          _kill(proc, group)
           raise
         finally:
           if timer:

@@ -435,9 +435,9 @@ class Job:
          gin_file],
         ["MIXTURE_NAME = %s" % _q(mixture),
          "utils.run.dataset_split = %s" % _q(self.exp.eval_split),
-         "eval_checkpoint_step = 'all'", _lengths(lengths),
-         # The same examples at every checkpoint (stock_cli.EVAL_DATA_SEED).
-         "mesh_eval_dataset_fn.seed = %d" % stock_cli.EVAL_DATA_SEED])
+         "eval_checkpoint_step = 'all'", _lengths(lengths)]
+        # The same examples at every checkpoint.
+        + stock_cli.eval_seed_params())
 
   def evals(self) -> List[stock_cli.Command]:
     """Perplexity of the pretrained model; decodes of the finetuned one."""
