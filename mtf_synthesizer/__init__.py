@@ -28,6 +28,7 @@ from mtf_synthesizer import encoder_classifier
 from mtf_synthesizer import linformer
 from mtf_synthesizer import local_attention
 from mtf_synthesizer import local_conv
+from mtf_synthesizer import optimize
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer import variants
@@ -35,6 +36,7 @@ from mtf_synthesizer.layer import SynthesizerAttention
 from mtf_synthesizer.linformer import LinformerAttention
 from mtf_synthesizer.local_attention import WindowedSelfAttention
 from mtf_synthesizer.local_conv import DecodableLocalConvAttnBlock
+from mtf_synthesizer.optimize import LeanAdafactorOptimizer
 from mtf_synthesizer.synthesizers import Dense
 from mtf_synthesizer.synthesizers import DotProduct
 from mtf_synthesizer.synthesizers import FactorizedDense

@@ -216,8 +216,20 @@ def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
   if extra_logit is not None or split:
     return mtf.softmax(logits, reduced_dim, extra_logit=extra_logit)
   axis = logits.shape.dims.index(reduced_dim)
+
+  @tf.custom_gradient
+  def fused_softmax(x):
+    y = tf.nn.softmax(x, axis=axis)
+
+    def gradient(dy):
+      # y * (dy - sum(dy * y)) as p - y * sum(p), p = dy * y: dy's only use
+      # is the first product, which TF can then compute in dy's buffer.
+      p = dy * y
+      return p - y * tf.reduce_sum(p, axis=axis, keepdims=True)
+    return y, gradient
+
   return mtf.slicewise(
-      lambda x: tf.nn.softmax(x, axis=axis), [logits],
+      fused_softmax, [logits],
       output_shape=logits.shape, output_dtype=logits.dtype,
       splittable_dims=logits.shape.dims[:axis] + logits.shape.dims[axis + 1:],
       name="softmax")

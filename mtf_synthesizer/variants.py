@@ -77,7 +77,7 @@ NAMES = tuple(v.name for v in VARIANTS)
 # Gin files in `gin/synthesizer/` that are not variants: shared includes
 # (leading underscore) and composable extras.
 EXTRA_GIN_FILES = ("init_from_t5", "keep_decoder_vanilla",
-                   "keep_encoder_vanilla")
+                   "keep_encoder_vanilla", "lean_adafactor")
 
 
 def get(name: str) -> Variant:

@@ -326,3 +326,19 @@ def test_targets_file_parses_and_names_known_kinds():
   assert set(targets) <= kinds
   # Evaluating on no results leaves everything out, without errors.
   assert benchmark_report.check_targets({}, targets) == []
+
+
+@pytest.mark.parametrize("optimizer", sorted(benchmarking.OPTIMIZERS))
+def test_model_trains_with_either_optimizer(optimizer):
+  # Length 128 makes R's [heads, 128, 128] table factored (mesh's
+  # min_dim_size_to_factor), where the lean update subtracts in place.
+  model = benchmarking.build_model(
+      _variant("R"), QUICK_SHAPE, benchmarking.RunShape(128, 1),
+      optimizer=benchmarking.OPTIMIZERS[optimizer])
+  try:
+    op_types = {op.type for op in model.session.graph.get_operations()}
+    in_place = any(t.startswith("AssignSub") for t in op_types)
+    assert in_place == (optimizer == "lean"), sorted(op_types)
+    assert model.train(1) > 0
+  finally:
+    model.close()

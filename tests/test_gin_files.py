@@ -222,3 +222,11 @@ def test_convolution_refuses_a_window_into_the_future_of_a_decoder():
   decoder = model.decoder.layer_stack.layers[0]
   with pytest.raises(ValueError, match="max_relative_pos is 3 .*decoder"):
     decoder.window(model.decoder)
+
+
+def test_lean_adafactor_file_selects_the_optimizer():
+  gin.parse_config_files_and_bindings(
+      ["defaults.gin", "models/t5.1.1.tiny.gin", "synthesizer/random.gin",
+       "synthesizer/lean_adafactor.gin"], [])
+  chosen = gin.query_parameter("utils.run.optimizer")
+  assert chosen.configurable.wrapped is ms.LeanAdafactorOptimizer

@@ -68,6 +68,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--variants", default=None,
                       help="comma-separated subset of the variants, named "
                       "as in the tables (V, the reference, is always kept)")
+  parser.add_argument("--optimizer", default=benchmarking.DEFAULT_OPTIMIZER,
+                      choices=sorted(benchmarking.OPTIMIZERS),
+                      help="the training step's Adafactor, for every model: "
+                      "'lean' (mtf_synthesizer.LeanAdafactorOptimizer) or "
+                      "'mesh' (mesh's AdafactorOptimizer, the stock CLI's "
+                      "default); the same update up to float rounding")
   parser.add_argument("--no_plot", action="store_true")
   parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
   parser.add_argument("--targets", default=TARGETS,
@@ -85,6 +91,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   blocks = benchmark_report.plan(args.quick, lengths, not args.no_enc_dec,
                                  encoder=not args.no_encoder, long=args.long)
   budget = benchmarking.memory_budget_bytes(args.memory_fraction)
+  blocks = [dataclasses.replace(b, optimizer=args.optimizer) for b in blocks]
   if args.no_reference:
     blocks = [b for b in blocks if not b.name.startswith("reference")]
   if args.variants:
@@ -99,7 +106,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     benchmark_report.write(
         args.output_dir, results, peaks, matmul_size, log.start, final,
         threads=args.threads, quick=args.quick, targets=targets,
-        with_plot=not args.no_plot, code=code)
+        with_plot=not args.no_plot, code=code, optimizer=args.optimizer)
 
   code, same = source.measured_code(os.path.dirname(TOOLS))
   if not same:

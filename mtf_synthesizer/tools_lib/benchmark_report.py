@@ -58,6 +58,8 @@ class Block:
     steps: training steps per model per round.
     decode: (short, long) decoding steps, or None for no decoding.
     decode_rounds: decoding rounds.
+    optimizer: the training step's optimizer, a key of
+      benchmarking.OPTIMIZERS (every model of the block uses it).
   """
   name: str
   shape: benchmarking.ModelShape
@@ -67,7 +69,12 @@ class Block:
   steps: int
   decode: Optional[Sequence[int]] = None
   decode_rounds: int = 3
+  optimizer: str = benchmarking.DEFAULT_OPTIMIZER
 
+
+_OPTIMIZER_LABELS = {
+    "mesh": "mesh's AdafactorOptimizer",
+    "lean": "LeanAdafactorOptimizer (mesh's update, fewer temporaries)"}
 
 # The sweep's lengths; LONG_LENGTH is added by plan(long=True).
 SWEEP_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
@@ -225,15 +232,18 @@ def _build(variant: benchmarking.Variant, block: Block, entry: Dict,
   decode = bool(block.decode)
   try:
     try:
-      model = benchmarking.build_model(variant, block.shape, block.run,
-                                       decode=decode)
+      model = benchmarking.build_model(
+          variant, block.shape, block.run, decode=decode,
+          optimizer=benchmarking.OPTIMIZERS[block.optimizer])
     except Exception as e:  # pylint: disable=broad-except
       if not decode:
         raise
       # It may train without decoding: time the training step alone.
       entry["decode_error"] = _first_message(e)
       decode = False
-      model = benchmarking.build_model(variant, block.shape, block.run)
+      model = benchmarking.build_model(
+          variant, block.shape, block.run,
+          optimizer=benchmarking.OPTIMIZERS[block.optimizer])
     model.train(1)  # warm-up; also fails here if the layer cannot run
   except Exception as e:  # pylint: disable=broad-except
     entry["error"] = _first_message(e)
@@ -692,10 +702,13 @@ def markdown(report: Dict) -> str:
     The Markdown text.
   """
   lines = ["# Benchmark results", "",
-           "Code: %s. Machine: %s, %s CPU threads; TF %s. Matmul peak "
-           "(float32 %dx%d, same process): %.1f GFLOP/s. Total run time "
-           "%.0f s." % (
-               report.get("code", "not recorded"), report["machine"],
+           "Code: %s. Optimizer: %s. Machine: %s, %s CPU threads; TF %s. "
+           "Matmul peak (float32 %dx%d, same process): %.1f GFLOP/s. Total "
+           "run time %.0f s." % (
+               report.get("code", "not recorded"),
+               _OPTIMIZER_LABELS.get(report.get("optimizer"),
+                                     "mesh's AdafactorOptimizer"),
+               report["machine"],
                report["threads"], report["tf_version"],
                report["matmul_size"], report["matmul_size"],
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
@@ -856,7 +869,8 @@ def plot(report: Dict, path: str) -> List[str]:
 def write(output_dir: str, results: Dict, peaks: List[float],
           matmul_size: int, start: float, final: bool, *, threads: int,
           quick: bool, targets: Dict, with_plot: bool = True,
-          code: str = "not recorded") -> Dict:
+          code: str = "not recorded",
+          optimizer: str = benchmarking.DEFAULT_OPTIMIZER) -> Dict:
   """Writes the JSON, the Markdown and (with_plot) the plot.
 
   Args:
@@ -871,6 +885,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
     targets: see check_targets ({} for no verdicts).
     with_plot: write benchmark.png.
     code: the version of the code measured (`source.measured_code`).
+    optimizer: the blocks' optimizer (a key of benchmarking.OPTIMIZERS).
 
   Returns:
     The report written to benchmark.json.
@@ -891,6 +906,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
       "runtime_s": time.monotonic() - start,
       "command": " ".join(sys.argv),
       "code": code,
+      "optimizer": optimizer,
   }
   with open(os.path.join(output_dir, "benchmark.json"), "w") as f:
     json.dump(report, f, indent=1)

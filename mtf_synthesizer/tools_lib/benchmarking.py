@@ -12,8 +12,9 @@ see the same machine load and ratios to the vanilla model can be taken within
 one round.
 
 What is measured, per model:
-  * training step time: forward + backward + mtf.optimize.AdafactorOptimizer
-    update, one `session.run` of the grouped update ops per step;
+  * training step time: forward + backward + Adafactor update (mesh's, or
+    the same update with fewer temporaries, `OPTIMIZERS`), one
+    `session.run` of the grouped update ops per step;
   * incremental decoding time per token: greedy `sample_autoregressive`,
     timed as the difference between two decodes of the same prompt that stop
     after `short` and `long` steps (so the full-length "first_part" pass and
@@ -39,7 +40,7 @@ import dataclasses
 import os
 import re
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
@@ -49,6 +50,7 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import baselines
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import optimize
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import tiny_model
 
@@ -128,6 +130,12 @@ RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
                  "dense_plus", "dense_plus_alpha", "factorized")
 # Mesh's own SelfAttention (variants.MESH_ATTENTION): the reference.
 VANILLA = "V"
+# The training step's optimizer, by the name the tool's --optimizer takes:
+# mesh's Adafactor (the stock CLI's default) or the same update with fewer
+# full-size temporaries (mtf_synthesizer/optimize.py).
+OPTIMIZERS = {"mesh": mtf.optimize.AdafactorOptimizer,
+              "lean": optimize.LeanAdafactorOptimizer}
+DEFAULT_OPTIMIZER = "lean"
 # Our modes that are the same composition as a variant of the table are not
 # built twice: `random` is R, and `random_plus_alpha` is R+V (the same two
 # terms with learned weights, in the other order).
@@ -585,7 +593,9 @@ def session_config(threads: int) -> tf.ConfigProto:
 
 def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
                 decode: bool = False, threads: int = 2,
-                seed: int = 0) -> BuiltModel:
+                seed: int = 0,
+                optimizer: Type[mtf.optimize.Optimizer] = (
+                    optimize.LeanAdafactorOptimizer)) -> BuiltModel:
   """Builds the training step (and decodes) of one model in its own graph.
 
   Args:
@@ -595,6 +605,7 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
     decode: also build greedy incremental decoding (decoder-only LM only).
     threads: intra- and inter-op threads of the session.
     seed: graph-level random seed.
+    optimizer: the optimizer class, built with its defaults.
 
   Returns:
     A BuiltModel; raises whatever the layer raises if it cannot be built.
@@ -652,8 +663,7 @@ def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
             temperature=0.0, never_end=True)
     variables = graph.trainable_variables
     grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
-    optimizer = mtf.optimize.AdafactorOptimizer()
-    update_ops = optimizer.apply_grads(grads, variables)
+    update_ops = optimizer().apply_grads(grads, variables)
     lowering = tiny_model.lower(graph, mesh,
                                 tiny_model.placement_mesh_impl(),
                                 autostack=True)

@@ -1,0 +1,196 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""mesh's Adafactor update with fewer passes over large variables.
+
+A Random Synthesizer's table R is [heads, N, N] per layer: at N = 8192 and 8
+heads, 2 GiB, as large as vanilla attention's logits at batch 1. mesh's
+`AdafactorOptimizer.apply_grad` (mesh-tensorflow 0.1.21) makes about a dozen
+full-size passes over such a variable per step, most of them through
+full-size temporaries: the squared gradient and its epsilon, the square and
+mean for the parameter scale, the update x = g * r * c built in two
+products, its square and mean for the clipping, and two more products
+(clipping and learning rate) before `assign_sub`.
+
+`LeanAdafactorOptimizer` computes the same update (same slots, names,
+hyperparameters and defaults; a drop-in for checkpoints) with fewer passes
+where the second moment is factored:
+
+  * mean(g^2 + eps1) is computed as mean(g^2) + eps1 (no full-size sum);
+  * the parameter scale's mean of squares is one contraction of the
+    variable with itself (no full-size square);
+  * the clipping's mean of x^2 = sum_ij g_ij^2 r_i^2 c_j^2 / n is a
+    contraction of g^2 with c^2 and then with r^2 (x is never squared);
+  * the clipping and learning-rate scalars multiply the small row factor r,
+    so the update is g * (r * scale) * c: two full-size products.
+
+The values differ from mesh's by float rounding only
+(tests/test_optimize.py checks both over several steps and shapes). Unfactored
+variables (fewer than two dimensions of at least `min_dim_size_to_factor`)
+take mesh's code unchanged. Select it with `gin/synthesizer/lean_adafactor.gin`
+or `utils.run.optimizer = @mtf_synthesizer.LeanAdafactorOptimizer`; the
+`AdafactorOptimizer.*` gin bindings of a T5 operative config apply to it.
+"""
+
+from typing import List, Union
+
+import gin
+import mesh_tensorflow as mtf
+from mesh_tensorflow import optimize
+import tensorflow.compat.v1 as tf
+
+
+class _Contraction(mtf.Operation):
+  """tf.einsum of its inputs' slices, summed over the mesh axes they split.
+
+  mtf.einsum multiplies inputs that have every dimension element-wise into
+  a full-size temporary and then reduces it; this runs TF's einsum on each
+  slice (a matrix-vector product, no temporary) and all-reduces the partial
+  sums over the mesh axes that split a contracted dimension. No gradient:
+  it is for the optimizer's statistics.
+  """
+
+  def __init__(self, inputs: List[mtf.Tensor], output_shape: mtf.Shape,
+               name: str = "contraction"):
+    super().__init__(inputs, name=name)
+    self._outputs = [mtf.Tensor(self, output_shape, inputs[0].dtype)]
+
+  def lower(self, lowering: mtf.Lowering):
+    mesh_impl = lowering.mesh_impl(self)
+    output_shape = self.outputs[0].shape
+    letters = {}
+
+    def term(shape: mtf.Shape) -> str:
+      return "".join(letters.setdefault(d.name, chr(ord("a") + len(letters)))
+                     for d in shape.dims)
+
+    equation = "%s->%s" % (",".join(term(x.shape) for x in self.inputs),
+                           term(output_shape))
+
+    def contract(*xs: tf.Tensor) -> tf.Tensor:
+      if not output_shape.dims and len(xs) == 2 and (
+          self.inputs[0].shape == self.inputs[1].shape):
+        # A dot product: TF's einsum takes several times longer on CPU
+        # than a [1, n] x [n, 1] matmul of the flattened slices.
+        a, b = [tf.reshape(x, [1, -1]) for x in xs]
+        return tf.reshape(tf.matmul(a, b, transpose_b=True), [])
+      return tf.einsum(equation, *xs)
+
+    y = mesh_impl.slicewise(contract,
+                            *[lowering.tensors[x] for x in self.inputs])
+    split_axes = set()
+    for x in self.inputs:
+      layout = mesh_impl.tensor_layout(x.shape)
+      for dim, axis in zip(x.shape.dims, layout.tensor_axis_to_mesh_axis):
+        if axis is not None and dim not in output_shape.dims:
+          split_axes.add(axis)
+    if split_axes:
+      y = mesh_impl.allreduce(y, sorted(split_axes), "SUM")
+    lowering.set_tensor_lowering(self.outputs[0], y)
+
+
+def _contract(inputs: List[mtf.Tensor],
+              output_dims: List[mtf.Dimension]) -> mtf.Tensor:
+  """The sum over the dims not in output_dims of the inputs' product."""
+  return _Contraction(inputs, mtf.Shape(output_dims)).outputs[0]
+
+
+def _assign_sub_in_place(variable: mtf.Variable, slice_var: tf.Variable,
+                         val: tf.Tensor) -> tf.Operation:
+  """mesh's assign_sub_slice, as one in-place op (no var - val temporary)."""
+  return tf.assign_sub(slice_var, tf.cast(val, variable.slice_dtype))
+
+
+@gin.configurable(module="mtf_synthesizer")
+class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
+  """mesh's Adafactor, computed with fewer full-size temporaries.
+
+  Takes mesh's `AdafactorOptimizer` arguments (module docstring).
+  """
+
+  def _lean_parameter_scale(self, var: mtf.Tensor) -> mtf.Tensor:
+    """mesh's `_parameter_scale` (RMS, at least epsilon2) without var^2.
+
+    Args:
+      var: the variable's current value (float32).
+
+    Returns:
+      The scale, shaped like the variable's stacked dimensions.
+    """
+    output_shape = [
+        d for d in var.shape.dims if d.name in self._stacked_dim_names]
+    count = var.shape.size // mtf.Shape(output_shape).size
+    mean_square = _contract([var, var], output_shape) * (1.0 / count)
+    return mtf.maximum(mtf.sqrt(mean_square), self._epsilon2)
+
+  def apply_grad(self, grad: mtf.Tensor,
+                 var: mtf.Variable) -> List[mtf.Operation]:
+    """The update operations of one variable (mesh's, see the module).
+
+    Args:
+      grad: the variable's gradient, or None.
+      var: the variable.
+
+    Returns:
+      The assign operations (slots and variable).
+    """
+    factored_dims = None if grad is None else self._factored_dims(var.shape)
+    if not factored_dims:
+      return super().apply_grad(grad, var)
+    grad = mtf.to_float(grad)
+    d0, d1 = factored_dims
+    vr_shape = var.shape - d0
+    vc_shape = var.shape - d1
+    vr = mtf.get_variable(
+        var.mesh, var.name + "_slot_vr", vr_shape,
+        initializer=tf.zeros_initializer(), trainable=False)
+    vc = mtf.get_variable(
+        var.mesh, var.name + "_slot_vc", vc_shape,
+        initializer=tf.zeros_initializer(), trainable=False)
+    if self._beta1:
+      m = mtf.get_variable(
+          var.mesh, var.name + "_slot_m", var.shape,
+          initializer=tf.zeros_initializer(), trainable=False)
+
+    with tf.variable_scope(var.name + "/adafactor"):
+      decay_rate = self._decay_rate
+      mixing_rate = 1.0 - decay_rate
+      old_val = mtf.to_float(var.value)
+      update_scale: Union[float, mtf.Tensor, tf.Tensor]
+      if self._multiply_by_parameter_scale and not any(
+          s in var.name for s in self._exclude_from_parameter_scale):
+        update_scale = (self._lean_parameter_scale(old_val)
+                        * self._learning_rate)
+      else:
+        update_scale = self._learning_rate
+      grad_squared = mtf.square(grad)
+      # mean(g^2 + eps1) = mean(g^2) + eps1; the sums are contractions with
+      # ones (TF's reduction over a leading axis is the slower one).
+      row_mean = _contract([grad_squared, mtf.ones(var.mesh, vc_shape)],
+                           vr_shape.dims) * (1.0 / d0.size)
+      col_mean = _contract([grad_squared, mtf.ones(var.mesh, vr_shape)],
+                           vc_shape.dims) * (1.0 / d1.size)
+      new_vr = vr * decay_rate + (row_mean + self._epsilon1) * mixing_rate
+      new_vc = vc * decay_rate + (col_mean + self._epsilon1) * mixing_rate
+      updates = [mtf.assign(vr, new_vr), mtf.assign(vc, new_vc)]
+      long_term_mean = mtf.reduce_mean(new_vr, reduced_dim=d1)
+      r_factor = mtf.rsqrt(new_vr / long_term_mean)
+      c_factor = mtf.rsqrt(new_vc)
+      if self._clipping_threshold is not None:
+        # mean(x^2) for x = g * r * c, without forming x.
+        rows = _contract([grad_squared, mtf.square(c_factor)],
+                         vr_shape.dims)
+        mean_square = (mtf.reduce_sum(rows * mtf.square(r_factor))
+                       * (1.0 / var.shape.size))
+        clipping_denom = mtf.maximum(
+            1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
+        r_factor /= clipping_denom
+      subtrahend = grad * (r_factor * update_scale) * c_factor
+      if self._beta1:
+        new_m = (m * tf.constant(self._beta1)
+                 + subtrahend * tf.constant(1.0 - self._beta1))
+        subtrahend = new_m
+        updates.append(mtf.assign(m, new_m))
+      # Subtracted, as mesh's, so bfloat16 variables are rounded once.
+      updates.append(mtf.assign(var, subtrahend,
+                                assign_fn=_assign_sub_in_place))
+      return updates

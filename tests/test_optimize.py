@@ -1,0 +1,231 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""LeanAdafactorOptimizer against mesh's Adafactor and a NumPy Adafactor.
+
+Several steps of both optimizers on the same variables (factored, with a
+stacked dimension, unfactored) from the same values, on one device and on a
+split mesh, must give the same variables and slots; both must give what the
+NumPy reference below (written from the Adafactor paper's algorithm as mesh
+configures it) gives.
+"""
+
+import gin
+import mesh_tensorflow as mtf
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from mtf_synthesizer import optimize
+
+STEPS = 3
+LEARNING_RATE = 0.01
+# (name, dims): "table" like R's [heads, memory, length] (factored over the
+# two largest), "mat" a 2-D factored kernel, "small" and "vec" unfactored.
+VARIABLES = [
+    ("table", [("heads", 4), ("a", 160), ("b", 144)]),
+    ("mat", [("x", 256), ("y", 130)]),
+    ("small", [("u", 3), ("w", 200)]),
+    ("vec", [("z", 7)]),
+]
+OPTIONS = {
+    "defaults": {},
+    "momentum, no clipping, no parameter scale": dict(
+        beta1=0.9, clipping_threshold=None,
+        multiply_by_parameter_scale=False),
+    "stacked heads, mat excluded from parameter scale": dict(
+        stacked_dim_names=["heads"], exclude_from_parameter_scale=["mat"]),
+    "clipping at 0.5": dict(clipping_threshold=0.5),
+}
+MESHES = {
+    "one device": ("", ""),
+    "split": ("model:2,batch:2", "heads:model,b:batch,x:model"),
+}
+
+
+def _data(seed=0):
+  rng = np.random.RandomState(seed)
+  data = {}
+  for name, dims in VARIABLES:
+    shape = [size for _, size in dims]
+    # The gradient at each step is a * var + b (it changes as var does).
+    data[name] = (rng.randn(*shape).astype(np.float32),
+                  rng.randn(*shape).astype(np.float32),
+                  (0.1 * rng.randn(*shape)).astype(np.float32))
+  return data
+
+
+def _decay_rate(step):
+  return 1.0 - (step + 1.0) ** -0.8
+
+
+def _run_mtf(optimizer_class, options, mesh_shape, layout):
+  """STEPS updates; returns {variable or slot name: value after each step}."""
+  data = _data()
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    global_step = tf.train.get_or_create_global_step()
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    grads, variables = [], []
+    for name, dims in VARIABLES:
+      shape = mtf.Shape([mtf.Dimension(n, s) for n, s in dims])
+      init, a, b = data[name]
+      var = mtf.get_variable(mesh, name, shape,
+                             initializer=tf.constant_initializer(init))
+      grads.append(var * mtf.import_tf_tensor(mesh, a, shape)
+                   + mtf.import_tf_tensor(mesh, b, shape))
+      variables.append(var.operation)
+    # The decay rate of mesh's default schedule, at the global step.
+    decay = 1.0 - tf.pow(tf.cast(global_step, tf.float32) + 1.0, -0.8)
+    optimizer = optimizer_class(learning_rate=LEARNING_RATE,
+                                decay_rate=decay, **options)
+    updates = optimizer.apply_grads(grads, variables)
+    shape = mtf.convert_to_shape(mesh_shape)
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl}, autostack=False)
+    train_op = tf.group([lowering.lowered_operation(op) for op in updates]
+                        + [tf.assign_add(global_step, 1)])
+    state = {v.name: lowering.export_to_tf_tensor(v.outputs[0])
+             for v in graph.all_variables}
+    with tf.Session(graph=tf_graph) as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run(lowering.copy_masters_to_slices())
+      history = []
+      for _ in range(STEPS):
+        sess.run(train_op)
+        history.append(sess.run(state))
+  return history
+
+
+def _numpy_adafactor(options):
+  """STEPS updates of mesh's Adafactor, in NumPy; same output as _run_mtf."""
+  beta1 = options.get("beta1", 0.0)
+  clipping = options.get("clipping_threshold", 1.0)
+  scale_by_parameter = options.get("multiply_by_parameter_scale", True)
+  stacked = options.get("stacked_dim_names", [])
+  excluded = options.get("exclude_from_parameter_scale", [])
+  data = _data()
+  values = {name: data[name][0].astype(np.float64) for name, _ in VARIABLES}
+  slots = {}
+  history = []
+  for step in range(STEPS):
+    decay = _decay_rate(step)
+    for name, dims in VARIABLES:
+      w = values[name]
+      g = data[name][1] * w + data[name][2]
+      free = [i for i, (n, _) in enumerate(dims) if n not in stacked]
+      by_size = sorted(free, key=lambda i: -dims[i][1])
+      factored = len(free) >= 2 and dims[by_size[1]][1] >= 128
+      g2 = g * g + 1e-30
+      if factored:
+        a0, a1 = by_size[:2]  # the largest dimension, the second
+        vr = slots.get(name + "_slot_vr", 0.0) * decay + (1 - decay) * (
+            g2.mean(axis=a0, keepdims=True))
+        vc = slots.get(name + "_slot_vc", 0.0) * decay + (1 - decay) * (
+            g2.mean(axis=a1, keepdims=True))
+        slots[name + "_slot_vr"], slots[name + "_slot_vc"] = vr, vc
+        x = g / np.sqrt(vr / vr.mean(axis=a1, keepdims=True)) / np.sqrt(vc)
+      else:
+        v = slots.get(name + "_slot_v", 0.0) * decay + (1 - decay) * g2
+        slots[name + "_slot_v"] = v
+        x = g / np.sqrt(v)
+      if clipping is not None:
+        x /= max(1.0, np.sqrt((x * x).mean()) / clipping)
+      scale = LEARNING_RATE
+      if scale_by_parameter and not any(s in name for s in excluded):
+        axes = tuple(free)
+        scale = LEARNING_RATE * np.maximum(
+            np.sqrt((w * w).mean(axis=axes, keepdims=True)), 1e-3)
+      update = x * scale
+      if beta1:
+        update = (slots.get(name + "_slot_m", 0.0) * beta1
+                  + update * (1 - beta1))
+        slots[name + "_slot_m"] = update
+      values[name] = w - update
+    state = dict(values)
+    # mesh's slots drop the reduced dimension; NumPy's keep it as size 1.
+    state.update({k: np.squeeze(v, axis=tuple(
+        i for i in range(v.ndim) if v.shape[i] == 1 and "vr" in k or
+        "vc" in k and v.shape[i] == 1)) for k, v in slots.items()})
+    history.append(state)
+  return history
+
+
+@pytest.fixture(scope="module")
+def runs():
+  cache = {}
+
+  def get(optimizer_class, option, mesh):
+    key = (optimizer_class, option, mesh)
+    if key not in cache:
+      cache[key] = _run_mtf(optimizer_class, OPTIONS[option], *MESHES[mesh])
+    return cache[key]
+  return get
+
+
+def _assert_close(got, want, what):
+  assert set(got) == set(want), what
+  for name in sorted(want):
+    np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=1e-7,
+                               err_msg="%s: %s" % (what, name))
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_mesh_adafactor_matches_numpy(runs, option):
+  """The reference is mesh's algorithm (this test can tell it is not)."""
+  want = _numpy_adafactor(OPTIONS[option])
+  got = runs(mtf.optimize.AdafactorOptimizer, option, "one device")
+  for step in range(STEPS):
+    _assert_close(got[step], want[step], "step %d" % step)
+
+
+@pytest.mark.parametrize("mesh", sorted(MESHES))
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_lean_adafactor_matches_mesh_and_numpy(runs, option, mesh):
+  want = _numpy_adafactor(OPTIONS[option])
+  got = runs(optimize.LeanAdafactorOptimizer, option, mesh)
+  theirs = runs(mtf.optimize.AdafactorOptimizer, option, "one device")
+  for step in range(STEPS):
+    _assert_close(got[step], want[step], "numpy, step %d" % step)
+    _assert_close(got[step], theirs[step], "mesh, step %d" % step)
+
+
+def test_fewer_full_size_ops_for_a_large_table():
+  """The factored update of a large table makes fewer full-size TF ops."""
+
+  def full_size_ops(optimizer_class):
+    tf_graph = tf.Graph()
+    with tf_graph.as_default():
+      tf.train.get_or_create_global_step()
+      graph = mtf.Graph()
+      mesh = mtf.Mesh(graph, "mesh")
+      shape = mtf.Shape([mtf.Dimension("heads", 2), mtf.Dimension("a", 256),
+                         mtf.Dimension("b", 256)])
+      var = mtf.get_variable(mesh, "table", shape)
+      updates = optimizer_class().apply_grads([var * 2.0], [var.operation])
+      mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+          mtf.Shape([]), mtf.LayoutRules([]), [""])
+      lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+      for op in updates:
+        lowering.lowered_operation(op)
+      return [op.type for op in tf_graph.get_operations()
+              if op.outputs and op.outputs[0].shape.num_elements() ==
+              shape.size and op.type not in ("Const", "Identity",
+                                             "VarHandleOp", "ReadVariableOp",
+                                             "Reshape")]
+
+  mesh_ops = full_size_ops(mtf.optimize.AdafactorOptimizer)
+  lean_ops = full_size_ops(optimize.LeanAdafactorOptimizer)
+  assert len(lean_ops) <= len(mesh_ops) - 4, (lean_ops, mesh_ops)
+
+
+def test_gin_bindings_of_mesh_adafactor_apply():
+  """A T5 operative config's AdafactorOptimizer.* bindings reach it."""
+  with gin.unlock_config():
+    gin.parse_config("AdafactorOptimizer.beta1 = 0.25")
+  try:
+    assert optimize.LeanAdafactorOptimizer()._beta1 == 0.25
+    assert optimize.LeanAdafactorOptimizer(beta1=0.5)._beta1 == 0.5
+  finally:
+    gin.clear_config()
