@@ -94,6 +94,34 @@ def _contract(inputs: List[mtf.Tensor],
   return _Contraction(inputs, mtf.Shape(output_dims)).outputs[0]
 
 
+def _broadcastable(x: tf.Tensor, x_shape: mtf.Shape,
+                   full_shape: mtf.Shape) -> tf.Tensor:
+  """A slice of x, its dims in full_shape's order, size 1 where it has none."""
+  order = [d for d in full_shape.dims if d in x_shape.dims]
+  x = tf.transpose(x, [x_shape.dims.index(d) for d in order])
+  sizes = iter(x.shape.as_list())
+  return tf.reshape(x, [next(sizes) if d in x_shape.dims else 1
+                        for d in full_shape.dims])
+
+
+def _scale_rows_and_columns(grad: mtf.Tensor, row_scale: mtf.Tensor,
+                            col_norm: mtf.Tensor) -> mtf.Tensor:
+  """grad * row_scale / col_norm, each factor broadcast over grad's dims.
+
+  A product and then a quotient: TF's graph optimizer turns two products
+  of a tensor by small broadcast factors into one product by the factors'
+  full-size outer product (its "minimize broadcasts" rewrite), a
+  temporary as large as the variable; this way both ops run in grad's
+  buffer.
+  """
+  def fn(g, r, c):
+    return (g * _broadcastable(r, row_scale.shape, grad.shape)
+            / _broadcastable(c, col_norm.shape, grad.shape))
+  return mtf.slicewise(fn, [grad, row_scale, col_norm],
+                       output_shape=grad.shape, output_dtype=grad.dtype,
+                       splittable_dims=grad.shape.dims, name="scale")
+
+
 def _assign_sub_in_place(variable: mtf.Variable, slice_var: tf.Variable,
                          val: tf.Tensor) -> tf.Operation:
   """mesh's assign_sub_slice, as one in-place op (no var - val temporary)."""
@@ -184,7 +212,9 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
         clipping_denom = mtf.maximum(
             1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
         r_factor /= clipping_denom
-      subtrahend = grad * (r_factor * update_scale) * c_factor
+      # x = g * r * c, as g * (r * scale) / sqrt(v_c).
+      subtrahend = _scale_rows_and_columns(grad, r_factor * update_scale,
+                                           mtf.sqrt(new_vc))
       if self._beta1:
         new_m = (m * tf.constant(self._beta1)
                  + subtrahend * tf.constant(1.0 - self._beta1))

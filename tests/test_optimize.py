@@ -6,8 +6,12 @@ Several steps of both optimizers on the same variables (factored, with a
 stacked dimension, unfactored) from the same values, on one device and on a
 split mesh, must give the same variables and slots; both must give what the
 NumPy reference below (written from the Adafactor paper's algorithm as mesh
-configures it) gives.
+configures it) gives. Through the stock CLI (slow), the gin file's optimizer
+trains a Random Synthesizer with mesh's losses, and mesh's Adafactor resumes
+from its checkpoint.
 """
+
+import os
 
 import gin
 import mesh_tensorflow as mtf
@@ -16,6 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import optimize
+from mtf_synthesizer.tools_lib import stock_cli
 
 STEPS = 3
 LEARNING_RATE = 0.01
@@ -229,3 +234,42 @@ def test_gin_bindings_of_mesh_adafactor_apply():
     assert optimize.LeanAdafactorOptimizer(beta1=0.5)._beta1 == 0.5
   finally:
     gin.clear_config()
+
+
+# --- through the stock CLI -------------------------------------------------
+
+_CLI_LENGTH = 128  # R's [heads, 128, 128] tables are factored (>= 128)
+_CLI_DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 1, "num_heads": 2}
+_SEED_PARAMS = [
+    "utils.run.train_model_fn = @mtf_synthesizer.deterministic_train_model",
+    "mtf_synthesizer.deterministic_train_model.tf_random_seed = 1"]
+
+
+def _train(model_dir, steps, gin_files=()):
+  proc = stock_cli.run(stock_cli.local_train(
+      model_dir, "random", steps, length=_CLI_LENGTH, dims=_CLI_DIMS,
+      gin_files=gin_files, gin_params=_SEED_PARAMS), timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return {step: value for step, _, value in
+          stock_cli.read_scalars(model_dir)["loss"]}
+
+
+@pytest.mark.slow  # runs the stock CLI
+def test_stock_cli_trains_with_the_lean_file_as_with_mesh_adafactor(
+    tmp_path):
+  """Same losses as mesh's Adafactor, and its checkpoints resume with it."""
+  lean_dir, mesh_dir = str(tmp_path / "lean"), str(tmp_path / "mesh")
+  lean = _train(lean_dir, 4, ["synthesizer/lean_adafactor.gin"])
+  mesh = _train(mesh_dir, 4)
+  with open(os.path.join(lean_dir, "operative_config.gin")) as f:
+    assert "@mtf_synthesizer.LeanAdafactorOptimizer" in f.read()
+  with open(os.path.join(mesh_dir, "operative_config.gin")) as f:
+    assert "LeanAdafactorOptimizer" not in f.read()
+  assert sorted(lean) == sorted(mesh) and lean
+  for step in lean:
+    np.testing.assert_allclose(lean[step], mesh[step], rtol=1e-4)
+  # The same slots by name: mesh's Adafactor goes on from its checkpoint.
+  resumed = _train(lean_dir, 8)
+  assert max(resumed) == 8
+  names = {name for name, _ in tf.train.list_variables(lean_dir)}
+  assert any(name.endswith("R_slot_vr") for name in names), sorted(names)
