@@ -190,8 +190,9 @@ def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
   """The softmax of the logits over one dimension.
 
   When the layout leaves `reduced_dim` whole on every device, each device
-  runs TF's fused softmax on its slice: one exponential forward, and TF's
-  gradient, y * (dy - sum(dy * y)), which needs only the output. mtf's own
+  runs TF's fused softmax on its slice: one exponential forward, and the
+  gradient y * (dy - sum(dy * y)), computed as p - y * sum(p) with p = dy * y
+  so that p can take dy's buffer; it needs only the output. mtf's own
   `softmax` is exp(x - logsumexp(x)): two exponentials over the logits
   forward and more full-size temporaries backward (docs/benchmark.md, "One
   exponential per softmax", measures the difference). The values are the
