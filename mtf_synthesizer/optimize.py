@@ -15,13 +15,16 @@ products, its square and mean for the clipping, and two more products
 hyperparameters and defaults; a drop-in for checkpoints) with fewer passes
 where the second moment is factored:
 
-  * mean(g^2 + eps1) is computed as mean(g^2) + eps1 (no full-size sum);
-  * the parameter scale's mean of squares is one contraction of the
+  * mean(g^2 + eps1) is computed as mean(g^2) + eps1 (no full-size sum),
+    its row and column sums as contractions with ones;
+  * the parameter scale's mean of squares is one dot product of the
     variable with itself (no full-size square);
   * the clipping's mean of x^2 = sum_ij g_ij^2 r_i^2 c_j^2 / n is a
     contraction of g^2 with c^2 and then with r^2 (x is never squared);
   * the clipping and learning-rate scalars multiply the small row factor r,
-    so the update is g * (r * scale) * c: two full-size products.
+    and the update g * (r * scale) / sqrt(v_c) runs in the gradient's
+    buffer (`_scale_rows_and_columns`);
+  * the variable is decremented in place (`tf.assign_sub`).
 
 The values differ from mesh's by float rounding only
 (tests/test_optimize.py checks both over several steps and shapes). Unfactored

@@ -149,10 +149,10 @@ def _numpy_adafactor(options):
         slots[name + "_slot_m"] = update
       values[name] = w - update
     state = dict(values)
-    # mesh's slots drop the reduced dimension; NumPy's keep it as size 1.
-    state.update({k: np.squeeze(v, axis=tuple(
-        i for i in range(v.ndim) if v.shape[i] == 1 and "vr" in k or
-        "vc" in k and v.shape[i] == 1)) for k, v in slots.items()})
+    # mesh's factored slots drop the reduced dimension; NumPy's keep it as
+    # size 1 (no variable above has another dimension of size 1).
+    state.update({k: np.squeeze(v) if k.endswith(("_vr", "_vc")) else v
+                  for k, v in slots.items()})
     history.append(state)
   return history
 

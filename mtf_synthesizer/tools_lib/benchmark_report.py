@@ -72,10 +72,6 @@ class Block:
   optimizer: str = benchmarking.DEFAULT_OPTIMIZER
 
 
-_OPTIMIZER_LABELS = {
-    "mesh": "mesh's AdafactorOptimizer",
-    "lean": "LeanAdafactorOptimizer (mesh's update, fewer temporaries)"}
-
 # The sweep's lengths; LONG_LENGTH is added by plan(long=True).
 SWEEP_LENGTHS = (128, 256, 512, 1024, 2048, 4096)
 LONG_LENGTH = 8192
@@ -230,20 +226,20 @@ def _build(variant: benchmarking.Variant, block: Block, entry: Dict,
   """Builds and warms up one model; records its error, returns None."""
   start = time.perf_counter()
   decode = bool(block.decode)
+  optimizer = benchmarking.OPTIMIZERS[block.optimizer]
   try:
     try:
       model = benchmarking.build_model(
           variant, block.shape, block.run, decode=decode,
-          optimizer=benchmarking.OPTIMIZERS[block.optimizer])
+          optimizer=optimizer)
     except Exception as e:  # pylint: disable=broad-except
       if not decode:
         raise
       # It may train without decoding: time the training step alone.
       entry["decode_error"] = _first_message(e)
       decode = False
-      model = benchmarking.build_model(
-          variant, block.shape, block.run,
-          optimizer=benchmarking.OPTIMIZERS[block.optimizer])
+      model = benchmarking.build_model(variant, block.shape, block.run,
+                                       optimizer=optimizer)
     model.train(1)  # warm-up; also fails here if the layer cannot run
   except Exception as e:  # pylint: disable=broad-except
     entry["error"] = _first_message(e)
@@ -692,6 +688,12 @@ def _slowest(block: Dict) -> List[str]:
   return lines + [""]
 
 
+def _optimizer_label(name: str) -> str:
+  """The optimizer class of a report (reports before the key: mesh's)."""
+  optimizer = benchmarking.OPTIMIZERS[name]
+  return "%s.%s" % (optimizer.__module__, optimizer.__name__)
+
+
 def markdown(report: Dict) -> str:
   """The run as Markdown tables.
 
@@ -706,8 +708,7 @@ def markdown(report: Dict) -> str:
            "Matmul peak (float32 %dx%d, same process): %.1f GFLOP/s. Total "
            "run time %.0f s." % (
                report.get("code", "not recorded"),
-               _OPTIMIZER_LABELS.get(report.get("optimizer"),
-                                     "mesh's AdafactorOptimizer"),
+               _optimizer_label(report.get("optimizer", "mesh")),
                report["machine"],
                report["threads"], report["tf_version"],
                report["matmul_size"], report["matmul_size"],
