@@ -185,14 +185,55 @@ def write_state(old: mtf.Tensor, new: mtf.Tensor,
                        splittable_dims=dims, name="write_state")
 
 
+# Pieces in which _softmax_gradient forms dy * y for its row sums.
+_SOFTMAX_GRADIENT_PIECES = 8
+
+
+def _softmax_gradient(y: tf.Tensor, dy: tf.Tensor, axis: int) -> tf.Tensor:
+  """The gradient of the softmax y at dy: y * (dy - sum(dy * y)).
+
+  When the reduced axis is the last, the row sums come from dy * y formed
+  a piece of rows at a time (TF's split along the first axis of the
+  [rows, axis] view shares its input's buffer), so the largest temporary is
+  a fraction of the logits; dy - sum then runs in dy's buffer and the
+  product by y in its result. At 8192 tokens one logits-sized tensor is
+  2 GiB per layer.
+
+  Args:
+    y: the softmax's output.
+    dy: the gradient at its output.
+    axis: the reduced axis.
+
+  Returns:
+    The gradient at the softmax's input, shaped like y.
+  """
+  shape = y.shape.as_list()
+  rows = 1
+  for size in shape[:-1]:
+    rows *= size or 0
+  if axis != len(shape) - 1 or rows < _SOFTMAX_GRADIENT_PIECES:
+    sums = tf.reduce_sum(dy * y, axis=axis, keepdims=True)
+  else:
+    pieces = [rows // _SOFTMAX_GRADIENT_PIECES
+              + (i < rows % _SOFTMAX_GRADIENT_PIECES)
+              for i in range(_SOFTMAX_GRADIENT_PIECES)]
+    sums = tf.concat(
+        [tf.reduce_sum(a * b, axis=1, keepdims=True)
+         for a, b in zip(tf.split(tf.reshape(dy, [rows, -1]), pieces),
+                         tf.split(tf.reshape(y, [rows, -1]), pieces))],
+        axis=0)
+    sums = tf.reshape(sums, shape[:-1] + [1])
+  return (dy - sums) * y
+
+
 def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
             context=None, extra_logit: Optional[float] = None) -> mtf.Tensor:
   """The softmax of the logits over one dimension.
 
   When the layout leaves `reduced_dim` whole on every device, each device
   runs TF's fused softmax on its slice: one exponential forward, and the
-  gradient y * (dy - sum(dy * y)), computed as p - y * sum(p) with p = dy * y
-  so that p can take dy's buffer; it needs only the output. mtf's own
+  gradient y * (dy - sum(dy * y)) (`_softmax_gradient`), which needs only
+  the output and no full-size temporary. mtf's own
   `softmax` is exp(x - logsumexp(x)): two exponentials over the logits
   forward and more full-size temporaries backward (docs/benchmark.md, "One
   exponential per softmax", measures the difference). The values are the
@@ -218,22 +259,67 @@ def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
     return mtf.softmax(logits, reduced_dim, extra_logit=extra_logit)
   axis = logits.shape.dims.index(reduced_dim)
 
-  @tf.custom_gradient
-  def fused_softmax(x):
-    y = tf.nn.softmax(x, axis=axis)
+  splittable = logits.shape.dims[:axis] + logits.shape.dims[axis + 1:]
 
-    def gradient(dy):
-      # y * (dy - sum(dy * y)) as p - y * sum(p), p = dy * y: dy's only use
-      # is the first product, which TF can then compute in dy's buffer.
-      p = dy * y
-      return p - y * tf.reduce_sum(p, axis=axis, keepdims=True)
-    return y, gradient
+  def gradient(op, dy):
+    # A slicewise op of its own rather than TF's gradient of the forward
+    # slices: mtf's generic slicewise gradient cannot take a gradient that
+    # is still a pending sum over a split batch (R's logits have no batch
+    # dimension), which a slicewise op's lowering resolves.
+    return [mtf.slicewise(
+        lambda y, dy: _softmax_gradient(y, dy, axis), [op.outputs[0], dy],
+        output_shape=logits.shape, output_dtype=logits.dtype,
+        splittable_dims=splittable, grad_function=0,
+        name="softmax_gradient")]
 
   return mtf.slicewise(
-      fused_softmax, [logits],
+      lambda x: tf.nn.softmax(x, axis=axis), [logits],
       output_shape=logits.shape, output_dtype=logits.dtype,
-      splittable_dims=logits.shape.dims[:axis] + logits.shape.dims[axis + 1:],
-      name="softmax")
+      splittable_dims=splittable, grad_function=gradient, name="softmax")
+
+
+def order_gradients(logits: mtf.Tensor, values: mtf.Tensor):
+  """Identities of logits and values whose values' gradient waits for logits'.
+
+  Backward, the values' gradient leads to the layers below, while the
+  logits' gradient (the softmax's) is needed only by the synthesizing
+  function's variables. Left free, TF may run the softmax's gradient late,
+  beside the next layers' backward passes, keeping this layer's weights and
+  their gradient (two logits-sized tensors) alive there; when the logits do
+  not depend on the input (R, FR) nothing else makes it run first. This
+  makes the values' gradient of each device's slice wait for the logits'.
+
+  Args:
+    logits: the attention logits.
+    values: the values they weight.
+
+  Returns:
+    (logits, values), unchanged.
+  """
+  def forward(x, y):
+    return tf.identity(x), tf.identity(y)
+
+  def grad_function(op, dlogits, dvalues):
+    del op
+    if dlogits is None or dvalues is None:
+      return [dlogits, dvalues]
+
+    def wait(dx, dy):
+      with tf.control_dependencies([dx]):
+        return tf.identity(dx), tf.identity(dy)
+    return mtf.slicewise(
+        wait, [dlogits, dvalues],
+        output_shape=[dlogits.shape, dvalues.shape],
+        output_dtype=[dlogits.dtype, dvalues.dtype],
+        splittable_dims=dlogits.shape.dims + dvalues.shape.dims,
+        grad_function=0, name="ordered_gradients")
+
+  return mtf.slicewise(
+      forward, [logits, values],
+      output_shape=[logits.shape, values.shape],
+      output_dtype=[logits.dtype, values.dtype],
+      splittable_dims=logits.shape.dims + values.shape.dims,
+      grad_function=grad_function, name="order_gradients")
 
 
 @gin.configurable(module="mtf_synthesizer")
@@ -418,6 +504,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       if context.num_microbatches and context.num_microbatches > 1:
         z_loss /= context.num_microbatches
       context.losses.append(mtf.cast(z_loss * self.z_loss_coeff, v.dtype))
+    logits, v = order_gradients(logits, v)
     weights = softmax(logits, memory_length, context,
                       extra_logit=kwargs.get("extra_logit"))
     output_dims = x.shape.dims[:-1] + heads_dims + [self.kv_dim]

@@ -24,7 +24,11 @@ where the second moment is factored:
   * the clipping and learning-rate scalars multiply the small row factor r,
     and the update g * (r * scale) / sqrt(v_c) runs in the gradient's
     buffer (`_scale_rows_and_columns`);
-  * the variable is decremented in place (`tf.assign_sub`).
+  * the variable is decremented in place (`tf.assign_sub`);
+  * the factored variables' statistics are computed one variable at a
+    time, after the backward pass (`one_variable_at_a_time`), so at most
+    one full-size g^2 temporary is live, and not beside the backward
+    pass's largest tensors.
 
 The values differ from mesh's by float rounding only
 (tests/test_optimize.py checks both over several steps and shapes). Unfactored
@@ -34,7 +38,7 @@ or `utils.run.optimizer = @mtf_synthesizer.LeanAdafactorOptimizer`; the
 `AdafactorOptimizer.*` gin bindings of a T5 operative config apply to it.
 """
 
-from typing import List, Union
+from typing import List, Optional, Union
 
 import gin
 import mesh_tensorflow as mtf
@@ -131,12 +135,56 @@ def _assign_sub_in_place(variable: mtf.Variable, slice_var: tf.Variable,
   return tf.assign_sub(slice_var, tf.cast(val, variable.slice_dtype))
 
 
+def _after(x: mtf.Tensor, marker: mtf.Tensor) -> mtf.Tensor:
+  """x, on each device only once that device's slice of marker exists."""
+  def wait(x_slice, marker_slice):
+    with tf.control_dependencies([marker_slice]):
+      return tf.identity(x_slice)
+  return mtf.slicewise(wait, [x, marker], output_shape=x.shape,
+                       output_dtype=x.dtype, splittable_dims=x.shape.dims,
+                       grad_function=0, name="after")
+
+
 @gin.configurable(module="mtf_synthesizer")
 class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
   """mesh's Adafactor, computed with fewer full-size temporaries.
 
   Takes mesh's `AdafactorOptimizer` arguments (module docstring).
   """
+
+  def __init__(self, one_variable_at_a_time: bool = True, **kwargs):
+    """Creates the optimizer.
+
+    Args:
+      one_variable_at_a_time: compute the factored variables' statistics one
+        variable after another, in the variables' order. The first
+        variables' gradients are the backward pass's last, so the updates
+        then run after the backward pass: no g^2 temporary is live beside
+        its largest tensors (R's at long sequences) or beside another's,
+        while every factored variable's gradient stays live until its
+        update. False lets TF run each update as soon as its gradient
+        exists.
+      **kwargs: mesh's `AdafactorOptimizer` arguments.
+    """
+    super().__init__(**kwargs)
+    self._one_variable_at_a_time = one_variable_at_a_time
+
+  def apply_grads(self, grads: List[Optional[mtf.Tensor]],
+                  variables: List[mtf.Variable]) -> List[mtf.Operation]:
+    """The update operations of all variables (see `apply_grad`).
+
+    Args:
+      grads: the variables' gradients (None for those without one).
+      variables: the variables.
+
+    Returns:
+      The assign operations.
+    """
+    self._previous_statistics = None
+    try:
+      return super().apply_grads(grads, variables)
+    finally:
+      self._previous_statistics = None
 
   def _lean_parameter_scale(self, var: mtf.Tensor) -> mtf.Tensor:
     """mesh's `_parameter_scale` (RMS, at least epsilon2) without var^2.
@@ -168,6 +216,10 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     if not factored_dims:
       return super().apply_grad(grad, var)
     grad = mtf.to_float(grad)
+    previous = getattr(self, "_previous_statistics", None)
+    if (self._one_variable_at_a_time and previous is not None
+        and previous.mesh is grad.mesh):
+      grad = _after(grad, previous)  # see __init__
     d0, d1 = factored_dims
     vr_shape = var.shape - d0
     vc_shape = var.shape - d1
@@ -215,6 +267,9 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
         clipping_denom = mtf.maximum(
             1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
         r_factor /= clipping_denom
+      # Every use of grad_squared comes before r_factor and c_factor.
+      self._previous_statistics = (mtf.reduce_sum(r_factor)
+                                   + mtf.reduce_sum(c_factor))
       # x = g * r * c, as g * (r * scale) / sqrt(v_c).
       subtrahend = _scale_rows_and_columns(grad, r_factor * update_scale,
                                            mtf.sqrt(new_vc))

@@ -225,6 +225,61 @@ def test_fewer_full_size_ops_for_a_large_table():
   assert len(lean_ops) <= len(mesh_ops) - 4, (lean_ops, mesh_ops)
 
 
+def _ancestors(op: tf.Operation):
+  """Every op that op waits for: data and control inputs, transitively."""
+  seen, stack = set(), [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + current.control_inputs:
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+@pytest.mark.parametrize("one_variable_at_a_time", [True, False])
+def test_factored_statistics_run_one_variable_at_a_time(
+    one_variable_at_a_time):
+  """The second factored variable squares its gradient after the first's
+  statistics, so two g^2 temporaries are never live together, and the
+  first does not wait for the second; unless turned off."""
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    tf.train.get_or_create_global_step()
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    variables = []
+    for name, size in (("first", 128), ("second", 160)):
+      shape = mtf.Shape([mtf.Dimension("rows_" + name, size),
+                         mtf.Dimension("cols_" + name, size)])
+      variables.append(mtf.get_variable(mesh, name, shape))
+    optimizer = optimize.LeanAdafactorOptimizer(
+        one_variable_at_a_time=one_variable_at_a_time)
+    updates = optimizer.apply_grads(
+        [v * 2.0 for v in variables], [v.operation for v in variables])
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        mtf.Shape([]), mtf.LayoutRules([]), [""])
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    for op in updates:
+      lowering.lowered_operation(op)
+  # g^2 is the first square in each variable's scope (the others square
+  # the small factors for the clipping).
+  squares = {name: [op for op in tf_graph.get_operations()
+                    if op.type == "Square"
+                    and op.name.startswith(name + "/adafactor/square/")]
+             for name in ("first", "second")}
+  assert len(squares["first"]) == len(squares["second"]) == 1, squares
+
+  def statistics(name):
+    return {op for op in tf_graph.get_operations()
+            if op.type == "Rsqrt" and op.name.startswith(name + "/adafactor/")}
+
+  assert statistics("first")
+  assert (statistics("first") <= _ancestors(squares["second"][0])
+         ) == one_variable_at_a_time
+  assert not statistics("second") & _ancestors(squares["first"][0])
+
+
 def test_gin_bindings_of_mesh_adafactor_apply():
   """A T5 operative config's AdafactorOptimizer.* bindings reach it."""
   with gin.unlock_config():

@@ -5,7 +5,9 @@
 The fused path (TF's softmax on each device's slice) runs where the layout
 leaves the reduced dimension whole; where it splits it, or with an
 `extra_logit`, mtf's softmax runs. Both must give NumPy's values and
-gradients.
+gradients, also for logits without a batch dimension on a mesh that splits
+the batch (R's). `layer.order_gradients` must leave values and gradients
+unchanged and make each device's values' gradient wait for its logits'.
 """
 
 import collections
@@ -84,3 +86,92 @@ def test_extra_logit_is_an_implicit_logit_in_every_row():
                              rtol=1e-5, atol=1e-7)
   assert np.all(weights.sum(axis=-1) < 1.0)
   assert "Softmax" not in op_types
+
+
+def _ancestors(tensor: tf.Tensor):
+  """Every op the tensor waits for: data and control inputs, transitively."""
+  seen, stack = set(), [tensor.op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + current.control_inputs:
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+@pytest.mark.parametrize("mesh_shape,layout", [
+    ("", ""), ("batch:2", "batch:batch"), ("model:2", "heads:model")])
+def test_values_gradient_waits_for_the_logits_gradient(mesh_shape, layout):
+  """order_gradients: same values and gradients (logits without a batch
+  dimension, like R's, summed over a split batch), and on every device the
+  values' gradient comes after the logits'."""
+  rng = np.random.RandomState(1)
+  d_kv = 5
+  logits_np = rng.randn(HEADS, LENGTH, MEMORY).astype(np.float32)
+  values_np = rng.randn(BATCH, HEADS, MEMORY, d_kv).astype(np.float32)
+  dy_np = rng.randn(BATCH, HEADS, LENGTH, d_kv).astype(np.float32)
+  batch, heads, length, memory, kv = [
+      mtf.Dimension(n, s) for n, s in (
+          ("batch", BATCH), ("heads", HEADS), ("length", LENGTH),
+          ("memory_length", MEMORY), ("d_kv", d_kv))]
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    logits = mtf.import_tf_tensor(mesh, logits_np, [heads, length, memory])
+    values = mtf.import_tf_tensor(mesh, values_np, [batch, heads, memory, kv])
+    ordered_logits, ordered_values = layer.order_gradients(logits, values)
+    weights = layer.softmax(ordered_logits, memory,
+                            Context(layout, mesh_shape))
+    out = mtf.einsum([weights, ordered_values],
+                     output_shape=[batch, heads, length, kv])
+    loss = mtf.reduce_sum(
+        out * mtf.import_tf_tensor(mesh, dy_np, out.shape))
+    grad_logits, grad_values = mtf.gradients([loss], [logits, values])
+    shape = mtf.convert_to_shape(mesh_shape)
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    # On each device, the softmax's gradient (the logits' before any sum
+    # over a split batch) is computed before the values' gradient.
+    for device, values_slice in enumerate(
+        lowering.tensors[grad_values].to_laid_out_tensor().tensor_list):
+      softmax_gradient = {
+          op for op in tf_graph.get_operations()
+          if op.name.startswith("softmax/gradients/softmax_gradient/")
+          and "/parallel_%d/" % device in op.name and op.type == "Mul"}
+      assert softmax_gradient
+      assert softmax_gradient <= _ancestors(values_slice)
+    fetch = [lowering.export_to_tf_tensor(t)
+             for t in (out, grad_logits, grad_values)]
+    with tf.Session(graph=tf_graph) as sess:
+      got_out, got_logits, got_values = sess.run(fetch)
+  w = _numpy_softmax(logits_np)
+  np.testing.assert_allclose(got_out, np.einsum("hqk,bhkd->bhqd", w,
+                                                values_np), rtol=1e-5,
+                             atol=1e-6)
+  dw = np.einsum("bhqd,bhkd->hqk", dy_np, values_np)
+  want_logits = w * (dw - (dw * w).sum(axis=-1, keepdims=True))
+  np.testing.assert_allclose(got_logits, want_logits, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(got_values, np.einsum("hqk,bhqd->bhkd", w,
+                                                   dy_np), rtol=1e-5,
+                             atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,axis", [
+    ((3, 5), 1),         # fewer rows than pieces: one product
+    ((4, 3, 6), 2),      # 12 rows in pieces of 2 and 1
+    ((1, 9, 7), 2),      # a leading dimension of 1
+    ((2, 7, 5), 1),      # not the last axis: one product
+])
+def test_softmax_gradient_matches_numpy(shape, axis):
+  rng = np.random.RandomState(2)
+  y = np.moveaxis(_numpy_softmax(np.moveaxis(
+      rng.randn(*shape).astype(np.float32), axis, -1)), -1, axis)
+  dy = rng.randn(*shape).astype(np.float32)
+  with tf.Graph().as_default(), tf.Session() as sess:
+    got = sess.run(layer._softmax_gradient(tf.constant(y), tf.constant(dy),
+                                           axis))
+  want = y * (dy - (dy * y).sum(axis=axis, keepdims=True))
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
