@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+import graph_order
 from mtf_synthesizer import optimize
 from mtf_synthesizer.tools_lib import stock_cli
 
@@ -225,18 +226,6 @@ def test_fewer_full_size_ops_for_a_large_table():
   assert len(lean_ops) <= len(mesh_ops) - 4, (lean_ops, mesh_ops)
 
 
-def _ancestors(op: tf.Operation):
-  """Every op that op waits for: data and control inputs, transitively."""
-  seen, stack = set(), [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + current.control_inputs:
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 @pytest.mark.parametrize("one_variable_at_a_time", [True, False])
 def test_factored_statistics_run_one_variable_at_a_time(
     one_variable_at_a_time):
@@ -275,9 +264,9 @@ def test_factored_statistics_run_one_variable_at_a_time(
             if op.type == "Rsqrt" and op.name.startswith(name + "/adafactor/")}
 
   assert statistics("first")
-  assert (statistics("first") <= _ancestors(squares["second"][0])
+  assert (statistics("first") <= graph_order.ancestors(squares["second"][0])
          ) == one_variable_at_a_time
-  assert not statistics("second") & _ancestors(squares["first"][0])
+  assert not statistics("second") & graph_order.ancestors(squares["first"][0])
 
 
 def test_gin_bindings_of_mesh_adafactor_apply():

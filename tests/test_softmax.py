@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+import graph_order
 from mtf_synthesizer import layer
 
 BATCH, HEADS, LENGTH, MEMORY = 2, 4, 3, 6
@@ -88,18 +89,6 @@ def test_extra_logit_is_an_implicit_logit_in_every_row():
   assert "Softmax" not in op_types
 
 
-def _ancestors(tensor: tf.Tensor):
-  """Every op the tensor waits for: data and control inputs, transitively."""
-  seen, stack = set(), [tensor.op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + current.control_inputs:
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 @pytest.mark.parametrize("mesh_shape,layout", [
     ("", ""), ("batch:2", "batch:batch"), ("model:2", "heads:model")])
 def test_values_gradient_waits_for_the_logits_gradient(mesh_shape, layout):
@@ -142,7 +131,7 @@ def test_values_gradient_waits_for_the_logits_gradient(mesh_shape, layout):
           if op.name.startswith("softmax/gradients/softmax_gradient/")
           and "/parallel_%d/" % device in op.name and op.type == "Mul"}
       assert softmax_gradient
-      assert softmax_gradient <= _ancestors(values_slice)
+      assert softmax_gradient <= graph_order.ancestors(values_slice)
     fetch = [lowering.export_to_tf_tensor(t)
              for t in (out, grad_logits, grad_values)]
     with tf.Session(graph=tf_graph) as sess:
