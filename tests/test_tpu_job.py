@@ -20,8 +20,11 @@ import io
 import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
+import threading
+import time
 
 from absl import flags
 import gin
@@ -505,3 +508,35 @@ def test_docs_dry_run_example_is_the_tools_output(monkeypatch):
   args = shlex.split(command.replace("\\\n", " "))
   shown = re.search(r"Output:\n\n```\n(.*?)```", doc, re.S).group(1)
   assert _dry_run(monkeypatch, *args, base=["--dry_run"]) == shown
+
+
+def test_sigterm_kills_the_command_in_progress_and_starts_no_other(
+    tmp_path, capsys):
+  # A pre-empted or stopped batch job leaves no trainer writing into the
+  # model directory that the restarted job resumes from.
+  pid_file = tmp_path / "pid"
+  log = tmp_path / "log"
+  sleeper = ["sh", "-c", "echo $$ > %s; exec sleep 120" % pid_file]
+  never = ["sh", "-c", "echo ran >> %s" % log]
+
+  def stop_when_running():
+    deadline = time.time() + 60
+    while time.time() < deadline and not (
+        pid_file.exists() and pid_file.read_text().strip()):
+      time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+  stopper = threading.Thread(target=stop_when_running)
+  stopper.start()
+  begin = time.time()
+  status = tpu_jobs.run_commands([sleeper, never])
+  stopper.join()
+  assert status == 128 + signal.SIGTERM
+  assert time.time() - begin < 60
+  assert not log.exists()
+  child = int(pid_file.read_text())
+  with pytest.raises(ProcessLookupError):
+    os.kill(child, 0)  # killed and reaped
+  assert "stopped by SIGTERM" in capsys.readouterr().err
+  # The tool's own SIGTERM handling ends with it.
+  assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -40,7 +40,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -74,15 +73,6 @@ def _finished(record: Optional[dict]) -> bool:
       record["metric"] is not None)
 
 
-class _Stop(Exception):
-  """SIGTERM (a batch system's stop, a pre-emption) reached the tool."""
-
-
-def _raise_stop(signum, frame):
-  del signum, frame
-  raise _Stop()
-
-
 def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
              stopping: threading.Event) -> bool:
   """Runs one(*job) for every job, `workers` at a time.
@@ -101,26 +91,25 @@ def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
   Returns:
     True when every job ran, False when the tool was stopped.
   """
-  previous = signal.signal(signal.SIGTERM, _raise_stop)
-  pool = concurrent.futures.ThreadPoolExecutor(workers)
-  futures = []
-  try:
-    futures = [pool.submit(one, *job) for job in jobs]
-    for future in futures:
-      future.result()
-    return True
-  except (KeyboardInterrupt, _Stop):
-    stopping.set()
-    pool.shutdown(wait=False, cancel_futures=True)
-    # A job between its training and evaluation commands may start one
-    # after a kill: kill until every job has returned.
-    while not all(f.done() for f in futures):
-      stock_cli.kill_running()
-      time.sleep(0.2)
-    return False
-  finally:
-    pool.shutdown(wait=True)
-    signal.signal(signal.SIGTERM, previous)
+  with stock_cli.sigterm_raises_stopped():
+    pool = concurrent.futures.ThreadPoolExecutor(workers)
+    futures = []
+    try:
+      futures = [pool.submit(one, *job) for job in jobs]
+      for future in futures:
+        future.result()
+      return True
+    except (KeyboardInterrupt, stock_cli.Stopped):
+      stopping.set()
+      pool.shutdown(wait=False, cancel_futures=True)
+      # A job between its training and evaluation commands may start one
+      # after a kill: kill until every job has returned.
+      while not all(f.done() for f in futures):
+        stock_cli.kill_running()
+        time.sleep(0.2)
+      return False
+    finally:
+      pool.shutdown(wait=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

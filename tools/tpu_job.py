@@ -5,7 +5,8 @@ r"""Runs the Synthesizer paper's experiments as Cloud TPU batch jobs.
 Composes `t5_mesh_transformer` command lines (the stock T5 CLI, with
 `--module_import=mtf_synthesizer --module_import=t5_tasks`) for the stages
 of one experiment, and runs them one after the other, streaming their output
-and stopping at the first failure. With --dry_run it only prints them, with
+and stopping at the first failure; a SIGTERM kills the command in progress
+and ends the tool (status 143). With --dry_run it only prints them, with
 the gcloud command that creates the TPU and the TensorBoard command; nothing
 touches the network.
 

@@ -29,6 +29,7 @@ its TF event files (`read_scalars`).
 """
 
 import collections
+import contextlib
 import dataclasses
 import os
 import re
@@ -38,8 +39,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-from typing import Union
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Tuple, Union
 
 from mtf_synthesizer import variants
 
@@ -524,6 +525,35 @@ def _kill(proc: subprocess.Popen, group: bool) -> None:
       proc.kill()
   except ProcessLookupError:
     pass
+
+
+class Stopped(Exception):
+  """SIGTERM (a batch system's stop, a pre-emption) reached the process."""
+
+
+def _raise_stopped(signum, frame):
+  del signum, frame
+  raise Stopped()
+
+
+@contextlib.contextmanager
+def sigterm_raises_stopped() -> Iterator[None]:
+  """Within it, SIGTERM raises `Stopped` in the main thread.
+
+  A `run` in the main thread then kills its command before the exception
+  leaves it, so the command does not outlive a stopped tool (by default a
+  SIGTERM ends the tool and leaves its command running, writing on into
+  the model directory). The previous handler is restored on exit. Call it
+  from the main thread.
+
+  Yields:
+    Nothing.
+  """
+  previous = signal.signal(signal.SIGTERM, _raise_stopped)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, previous)
 
 
 # The processes `run` is running, in any thread: {process: leads a group}.

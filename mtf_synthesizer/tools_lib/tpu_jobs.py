@@ -39,6 +39,7 @@ a table's commands.
 """
 
 import dataclasses
+import signal
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -511,23 +512,36 @@ def run_commands(
     commands: Sequence[Union[stock_cli.Command, Sequence[str]]]) -> int:
   """Runs each command, streaming its output; stops at the first failure.
 
+  A SIGTERM (a batch system's stop, a pre-emption of the VM running the
+  tool) kills the command in progress and starts no other, so that no
+  trainer writes on into the model directory that a restarted job resumes
+  from; call it from the main thread.
+
   Args:
     commands: Commands or argv lists.
 
   Returns:
-    0, or the exit status of the command that failed.
+    0; the exit status of the command that failed; or 128 + SIGTERM when
+    the tool was stopped.
   """
   def echo(line):
     sys.stdout.write(line)
     sys.stdout.flush()
 
-  for command in commands:
-    print("+ " + stock_cli.format_command(command), flush=True)
-    status = stock_cli.run(command, on_line=echo).returncode
-    if status:
-      print("tpu_job: command failed with status %d; stopping." % status,
-            file=sys.stderr)
-      return status
+  with stock_cli.sigterm_raises_stopped():
+    for command in commands:
+      print("+ " + stock_cli.format_command(command), flush=True)
+      try:
+        status = stock_cli.run(command, on_line=echo).returncode
+      except stock_cli.Stopped:
+        print("tpu_job: stopped by SIGTERM; the command in progress was "
+              "killed. Run the same command again to resume from the "
+              "model directory's last checkpoint.", file=sys.stderr)
+        return 128 + signal.SIGTERM
+      if status:
+        print("tpu_job: command failed with status %d; stopping." % status,
+              file=sys.stderr)
+        return status
   return 0
 
 
