@@ -12,6 +12,7 @@ relative_attention_type, ...) apply to this layer too: the constructor
 declares only the arguments that are new.
 """
 
+import math
 from typing import Optional, Sequence
 
 from absl import logging
@@ -20,6 +21,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import control
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers as synth_lib
 
@@ -208,9 +210,7 @@ def _softmax_gradient(y: tf.Tensor, dy: tf.Tensor, axis: int) -> tf.Tensor:
     The gradient at the softmax's input, shaped like y.
   """
   shape = y.shape.as_list()
-  rows = 1
-  for size in shape[:-1]:
-    rows *= size or 0
+  rows = 0 if None in shape else math.prod(shape[:-1])
   if axis != len(shape) - 1 or rows < _SOFTMAX_GRADIENT_PIECES:
     sums = tf.reduce_sum(dy * y, axis=axis, keepdims=True)
   else:
@@ -303,16 +303,7 @@ def order_gradients(logits: mtf.Tensor, values: mtf.Tensor):
     del op
     if dlogits is None or dvalues is None:
       return [dlogits, dvalues]
-
-    def wait(dx, dy):
-      with tf.control_dependencies([dx]):
-        return tf.identity(dx), tf.identity(dy)
-    return mtf.slicewise(
-        wait, [dlogits, dvalues],
-        output_shape=[dlogits.shape, dvalues.shape],
-        output_dtype=[dlogits.dtype, dvalues.dtype],
-        splittable_dims=dlogits.shape.dims + dvalues.shape.dims,
-        grad_function=0, name="ordered_gradients")
+    return [dlogits, control.after(dvalues, dlogits)]
 
   return mtf.slicewise(
       forward, [logits, values],

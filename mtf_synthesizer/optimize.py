@@ -45,6 +45,8 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow import optimize
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import control
+
 
 class _Contraction(mtf.Operation):
   """tf.einsum of its inputs' slices, summed over the mesh axes they split.
@@ -135,16 +137,6 @@ def _assign_sub_in_place(variable: mtf.Variable, slice_var: tf.Variable,
   return tf.assign_sub(slice_var, tf.cast(val, variable.slice_dtype))
 
 
-def _after(x: mtf.Tensor, marker: mtf.Tensor) -> mtf.Tensor:
-  """x, on each device only once that device's slice of marker exists."""
-  def wait(x_slice, marker_slice):
-    with tf.control_dependencies([marker_slice]):
-      return tf.identity(x_slice)
-  return mtf.slicewise(wait, [x, marker], output_shape=x.shape,
-                       output_dtype=x.dtype, splittable_dims=x.shape.dims,
-                       grad_function=0, name="after")
-
-
 @gin.configurable(module="mtf_synthesizer")
 class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
   """mesh's Adafactor, computed with fewer full-size temporaries.
@@ -168,6 +160,9 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     """
     super().__init__(**kwargs)
     self._one_variable_at_a_time = one_variable_at_a_time
+    # Within apply_grads: the last factored variable's statistics (a scalar
+    # computed after every use of its g^2), which the next one waits for.
+    self._previous_statistics = None
 
   def apply_grads(self, grads: List[Optional[mtf.Tensor]],
                   variables: List[mtf.Variable]) -> List[mtf.Operation]:
@@ -216,10 +211,10 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     if not factored_dims:
       return super().apply_grad(grad, var)
     grad = mtf.to_float(grad)
-    previous = getattr(self, "_previous_statistics", None)
+    previous = self._previous_statistics
     if (self._one_variable_at_a_time and previous is not None
         and previous.mesh is grad.mesh):
-      grad = _after(grad, previous)  # see __init__
+      grad = control.after(grad, previous)  # see __init__
     d0, d1 = factored_dims
     vr_shape = var.shape - d0
     vc_shape = var.shape - d1
