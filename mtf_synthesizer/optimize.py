@@ -30,11 +30,22 @@ where the second moment is factored:
     one full-size g^2 temporary is live, and not beside the backward
     pass's largest tensors.
 
+Variables with fewer than two dimensions of at least
+`min_dim_size_to_factor` keep a full-size second moment v, updated as
+mesh's, except that:
+
+  * v (and the momentum m of any variable) is read only once the
+    gradient exists: mesh's v * decay_rate needs nothing else, so TF may
+    run it when the step starts and hold a variable-sized result through
+    the backward pass (tests/test_optimize.py checks that no
+    variable-sized op of an update comes before its gradient);
+  * rms(x) for the clipping is a dot product of x with itself, and the
+    clipping and learning-rate scalars are multiplied together before x.
+
 The values differ from mesh's by float rounding only
-(tests/test_optimize.py checks both over several steps and shapes). Unfactored
-variables (fewer than two dimensions of at least `min_dim_size_to_factor`)
-take mesh's code unchanged. Select it with `gin/synthesizer/lean_adafactor.gin`
-or `utils.run.optimizer = @mtf_synthesizer.LeanAdafactorOptimizer`; the
+(tests/test_optimize.py checks both over several steps and shapes). Select
+it with `gin/synthesizer/lean_adafactor.gin` or
+`utils.run.optimizer = @mtf_synthesizer.LeanAdafactorOptimizer`; the
 `AdafactorOptimizer.*` gin bindings of a T5 operative config apply to it.
 """
 
@@ -196,6 +207,55 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     mean_square = _contract([var, var], output_shape) * (1.0 / count)
     return mtf.maximum(mtf.sqrt(mean_square), self._epsilon2)
 
+  def _update_scale(self, var: mtf.Variable
+                    ) -> Union[float, mtf.Tensor, tf.Tensor]:
+    """The learning rate, times the parameter scale where mesh applies it.
+
+    Args:
+      var: the variable.
+
+    Returns:
+      A scalar, or a tensor of the variable's stacked dimensions.
+    """
+    if self._multiply_by_parameter_scale and not any(
+        s in var.name for s in self._exclude_from_parameter_scale):
+      return (self._lean_parameter_scale(mtf.to_float(var.value))
+              * self._learning_rate)
+    return self._learning_rate
+
+  def _momentum_slot(self, var: mtf.Variable) -> Optional[mtf.Tensor]:
+    """The first-moment slot m if beta1 is set, else None."""
+    if not self._beta1:
+      return None
+    return mtf.get_variable(
+        var.mesh, var.name + "_slot_m", var.shape,
+        initializer=tf.zeros_initializer(), trainable=False)
+
+  def _subtract(self, var: mtf.Variable, m: Optional[mtf.Tensor],
+                subtrahend: mtf.Tensor, grad: mtf.Tensor
+                ) -> List[mtf.Operation]:
+    """The momentum's and the variable's assignments for an update.
+
+    Args:
+      var: the variable.
+      m: its first-moment slot, or None.
+      subtrahend: the update before momentum.
+      grad: the variable's gradient; m is read once it exists.
+
+    Returns:
+      The assign operations.
+    """
+    updates = []
+    if m is not None:
+      new_m = (control.after(m, grad) * tf.constant(self._beta1)
+               + subtrahend * tf.constant(1.0 - self._beta1))
+      subtrahend = new_m
+      updates.append(mtf.assign(m, new_m))
+    # Subtracted, as mesh's, so bfloat16 variables are rounded once.
+    updates.append(mtf.assign(var, subtrahend,
+                              assign_fn=_assign_sub_in_place))
+    return updates
+
   def apply_grad(self, grad: mtf.Tensor,
                  var: mtf.Variable) -> List[mtf.Operation]:
     """The update operations of one variable (mesh's, see the module).
@@ -207,15 +267,61 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     Returns:
       The assign operations (slots and variable).
     """
-    factored_dims = None if grad is None else self._factored_dims(var.shape)
-    if not factored_dims:
+    if grad is None:
       return super().apply_grad(grad, var)
-    grad = mtf.to_float(grad)
+    if not self._factored_dims(var.shape):
+      return self._apply_unfactored(mtf.to_float(grad), var)
+    return self._apply_factored(mtf.to_float(grad), var)
+
+  def _apply_unfactored(self, grad: mtf.Tensor,
+                        var: mtf.Variable) -> List[mtf.Operation]:
+    """mesh's update with a full-size second moment v.
+
+    Args:
+      grad: the variable's gradient (float32).
+      var: the variable.
+
+    Returns:
+      The assign operations (slots and variable).
+    """
+    v = mtf.get_variable(
+        var.mesh, var.name + "_slot_v", var.shape,
+        initializer=tf.zeros_initializer(), trainable=False)
+    m = self._momentum_slot(var)
+    with tf.variable_scope(var.name + "/adafactor"):
+      decay_rate = self._decay_rate
+      update_scale = self._update_scale(var)
+      # The slot is read once the gradient exists: v * decay_rate needs
+      # nothing else, and TF would run it when the step starts and hold
+      # its variable-sized result through the backward pass.
+      new_v = (control.after(v, grad) * decay_rate
+               + (mtf.square(grad) + self._epsilon1) * (1.0 - decay_rate))
+      updates = [mtf.assign(v, new_v)]
+      x = grad * mtf.rsqrt(new_v)
+      if self._clipping_threshold is not None:
+        # rms(x) from a dot product of x with itself (x is not squared).
+        mean_square = _contract([x, x], []) * (1.0 / var.shape.size)
+        clipping_denom = mtf.maximum(
+            1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
+        update_scale = mtf.reciprocal(clipping_denom) * update_scale
+      return updates + self._subtract(var, m, x * update_scale, grad)
+
+  def _apply_factored(self, grad: mtf.Tensor,
+                      var: mtf.Variable) -> List[mtf.Operation]:
+    """mesh's update with a factored second moment (module docstring).
+
+    Args:
+      grad: the variable's gradient (float32).
+      var: the variable.
+
+    Returns:
+      The assign operations (slots and variable).
+    """
     previous = self._previous_statistics
     if (self._one_variable_at_a_time and previous is not None
         and previous.mesh is grad.mesh):
       grad = control.after(grad, previous)  # see __init__
-    d0, d1 = factored_dims
+    d0, d1 = self._factored_dims(var.shape)
     vr_shape = var.shape - d0
     vc_shape = var.shape - d1
     vr = mtf.get_variable(
@@ -224,22 +330,12 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     vc = mtf.get_variable(
         var.mesh, var.name + "_slot_vc", vc_shape,
         initializer=tf.zeros_initializer(), trainable=False)
-    if self._beta1:
-      m = mtf.get_variable(
-          var.mesh, var.name + "_slot_m", var.shape,
-          initializer=tf.zeros_initializer(), trainable=False)
+    m = self._momentum_slot(var)
 
     with tf.variable_scope(var.name + "/adafactor"):
       decay_rate = self._decay_rate
       mixing_rate = 1.0 - decay_rate
-      old_val = mtf.to_float(var.value)
-      update_scale: Union[float, mtf.Tensor, tf.Tensor]
-      if self._multiply_by_parameter_scale and not any(
-          s in var.name for s in self._exclude_from_parameter_scale):
-        update_scale = (self._lean_parameter_scale(old_val)
-                        * self._learning_rate)
-      else:
-        update_scale = self._learning_rate
+      update_scale = self._update_scale(var)
       grad_squared = mtf.square(grad)
       # mean(g^2 + eps1) = mean(g^2) + eps1; the sums are contractions with
       # ones (TF's reduction over a leading axis is the slower one).
@@ -268,12 +364,4 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       # x = g * r * c, as g * (r * scale) / sqrt(v_c).
       subtrahend = _scale_rows_and_columns(grad, r_factor * update_scale,
                                            mtf.sqrt(new_vc))
-      if self._beta1:
-        new_m = (m * tf.constant(self._beta1)
-                 + subtrahend * tf.constant(1.0 - self._beta1))
-        subtrahend = new_m
-        updates.append(mtf.assign(m, new_m))
-      # Subtracted, as mesh's, so bfloat16 variables are rounded once.
-      updates.append(mtf.assign(var, subtrahend,
-                                assign_fn=_assign_sub_in_place))
-      return updates
+      return updates + self._subtract(var, m, subtrahend, grad)

@@ -269,6 +269,50 @@ def test_factored_statistics_run_one_variable_at_a_time(
   assert not statistics("second") & graph_order.ancestors(squares["first"][0])
 
 
+@pytest.mark.parametrize("optimizer_class, holds_back", [
+    (mtf.optimize.AdafactorOptimizer, False),
+    (optimize.LeanAdafactorOptimizer, True),
+])
+def test_no_variable_sized_temporary_before_the_gradient(
+    optimizer_class, holds_back):
+  """Every variable-sized op of an update waits for the variable's
+  gradient: mesh's decays the full-size slots (v, and m with momentum)
+  before it exists, and TF may run that when the step starts and hold the
+  result through the backward pass."""
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    tf.train.get_or_create_global_step()
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    grads, variables = [], []
+    for name, dims in VARIABLES:
+      shape = mtf.Shape([mtf.Dimension(n, s) for n, s in dims])
+      var = mtf.get_variable(mesh, name, shape)
+      with tf.variable_scope("gradient_of_" + name):
+        grads.append(var * 2.0)
+      variables.append(var.operation)
+    updates = optimizer_class(beta1=0.9).apply_grads(grads, variables)
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        mtf.Shape([]), mtf.LayoutRules([]), [""])
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    for op in updates:
+      lowering.lowered_operation(op)
+  early = []
+  for name, dims in VARIABLES:
+    size = np.prod([s for _, s in dims])
+    gradient = {op for op in tf_graph.get_operations()
+                if op.name.startswith("gradient_of_" + name + "/")}
+    assert gradient, name
+    for op in tf_graph.get_operations():
+      if (op.name.startswith(name + "/adafactor/") and op.outputs
+          and op.outputs[0].shape.num_elements() == size
+          and op.type not in ("Const", "Identity", "Reshape",
+                                  "ReadVariableOp")
+          and not gradient & graph_order.ancestors(op)):
+        early.append(op.name)
+  assert (not early) == holds_back, early
+
+
 def test_gin_bindings_of_mesh_adafactor_apply():
   """A T5 operative config's AdafactorOptimizer.* bindings reach it."""
   with gin.unlock_config():
