@@ -56,62 +56,8 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow import optimize
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import contraction
 from mtf_synthesizer import control
-
-
-class _Contraction(mtf.Operation):
-  """tf.einsum of its inputs' slices, summed over the mesh axes they split.
-
-  mtf.einsum multiplies inputs that have every dimension element-wise into
-  a full-size temporary and then reduces it; this runs TF's einsum on each
-  slice (a matrix-vector product, no temporary) and all-reduces the partial
-  sums over the mesh axes that split a contracted dimension. No gradient:
-  it is for the optimizer's statistics.
-  """
-
-  def __init__(self, inputs: List[mtf.Tensor], output_shape: mtf.Shape,
-               name: str = "contraction"):
-    super().__init__(inputs, name=name)
-    self._outputs = [mtf.Tensor(self, output_shape, inputs[0].dtype)]
-
-  def lower(self, lowering: mtf.Lowering):
-    mesh_impl = lowering.mesh_impl(self)
-    output_shape = self.outputs[0].shape
-    letters = {}
-
-    def term(shape: mtf.Shape) -> str:
-      return "".join(letters.setdefault(d.name, chr(ord("a") + len(letters)))
-                     for d in shape.dims)
-
-    equation = "%s->%s" % (",".join(term(x.shape) for x in self.inputs),
-                           term(output_shape))
-
-    def contract(*xs: tf.Tensor) -> tf.Tensor:
-      if not output_shape.dims and len(xs) == 2 and (
-          self.inputs[0].shape == self.inputs[1].shape):
-        # A dot product: TF's einsum takes several times longer on CPU
-        # than a [1, n] x [n, 1] matmul of the flattened slices.
-        a, b = [tf.reshape(x, [1, -1]) for x in xs]
-        return tf.reshape(tf.matmul(a, b, transpose_b=True), [])
-      return tf.einsum(equation, *xs)
-
-    y = mesh_impl.slicewise(contract,
-                            *[lowering.tensors[x] for x in self.inputs])
-    split_axes = set()
-    for x in self.inputs:
-      layout = mesh_impl.tensor_layout(x.shape)
-      for dim, axis in zip(x.shape.dims, layout.tensor_axis_to_mesh_axis):
-        if axis is not None and dim not in output_shape.dims:
-          split_axes.add(axis)
-    if split_axes:
-      y = mesh_impl.allreduce(y, sorted(split_axes), "SUM")
-    lowering.set_tensor_lowering(self.outputs[0], y)
-
-
-def _contract(inputs: List[mtf.Tensor],
-              output_dims: List[mtf.Dimension]) -> mtf.Tensor:
-  """The sum over the dims not in output_dims of the inputs' product."""
-  return _Contraction(inputs, mtf.Shape(output_dims)).outputs[0]
 
 
 def _broadcastable(x: tf.Tensor, x_shape: mtf.Shape,
@@ -204,7 +150,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     output_shape = [
         d for d in var.shape.dims if d.name in self._stacked_dim_names]
     count = var.shape.size // mtf.Shape(output_shape).size
-    mean_square = _contract([var, var], output_shape) * (1.0 / count)
+    mean_square = contraction.contract([var, var], output_shape) * (1.0 / count)
     return mtf.maximum(mtf.sqrt(mean_square), self._epsilon2)
 
   def _update_scale(self, var: mtf.Variable
@@ -300,7 +246,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       x = grad * mtf.rsqrt(new_v)
       if self._clipping_threshold is not None:
         # rms(x) from a dot product of x with itself (x is not squared).
-        mean_square = _contract([x, x], []) * (1.0 / var.shape.size)
+        mean_square = contraction.contract([x, x], []) * (1.0 / var.shape.size)
         clipping_denom = mtf.maximum(
             1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
         update_scale = mtf.reciprocal(clipping_denom) * update_scale
@@ -339,9 +285,9 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       grad_squared = mtf.square(grad)
       # mean(g^2 + eps1) = mean(g^2) + eps1; the sums are contractions with
       # ones (TF's reduction over a leading axis is the slower one).
-      row_mean = _contract([grad_squared, mtf.ones(var.mesh, vc_shape)],
+      row_mean = contraction.contract([grad_squared, mtf.ones(var.mesh, vc_shape)],
                            vr_shape.dims) * (1.0 / d0.size)
-      col_mean = _contract([grad_squared, mtf.ones(var.mesh, vr_shape)],
+      col_mean = contraction.contract([grad_squared, mtf.ones(var.mesh, vr_shape)],
                            vc_shape.dims) * (1.0 / d1.size)
       new_vr = vr * decay_rate + (row_mean + self._epsilon1) * mixing_rate
       new_vc = vc * decay_rate + (col_mean + self._epsilon1) * mixing_rate
@@ -351,7 +297,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       c_factor = mtf.rsqrt(new_vc)
       if self._clipping_threshold is not None:
         # mean(x^2) for x = g * r * c, without forming x.
-        rows = _contract([grad_squared, mtf.square(c_factor)],
+        rows = contraction.contract([grad_squared, mtf.square(c_factor)],
                          vr_shape.dims)
         mean_square = (mtf.reduce_sum(rows * mtf.square(r_factor))
                        * (1.0 / var.shape.size))

@@ -7,7 +7,9 @@ import logging
 import mesh_tensorflow as mtf
 import numpy as np
 import pytest
+import tensorflow.compat.v1 as tf
 
+import graph_order
 import layer_harness
 import mtf_synthesizer as ms
 from mtf_synthesizer import reference as ref
@@ -305,3 +307,43 @@ def test_parameter_counts_follow_table_1(kind):
   weights = sum(s for k, s in own.items() if "/b" not in k)
   biases = sum(s for k, s in own.items() if "/b" in k)
   assert (weights, biases) == TABLE_1[kind], own
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_mixture_weight_gradient_makes_no_table_sized_temporary(lean):
+  """The gradient of a per-head weight alpha_i applied to R's table is a
+  contraction: the right values, and no op the table's size on its way
+  (mtf's product gradient multiplies the table by its gradient first)."""
+  rng = np.random.RandomState(0)
+  heads, rows, cols = 3, 16, 24
+  x_value = rng.randn(heads, rows, cols).astype(np.float32)
+  w_value = rng.randn(heads, rows, cols).astype(np.float32)
+  scale_value = rng.randn(heads).astype(np.float32)
+  tf_graph = tf.Graph()
+  with tf_graph.as_default():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    heads_dim = mtf.Dimension("heads", heads)
+    shape = mtf.Shape([heads_dim, mtf.Dimension("rows", rows),
+                       mtf.Dimension("cols", cols)])
+    x = mtf.import_tf_tensor(mesh, x_value, shape)
+    scale = mtf.import_tf_tensor(mesh, scale_value, mtf.Shape([heads_dim]))
+    y = (ms.synthesizers._scaled(x, scale) if lean  # pylint: disable=protected-access
+         else x * scale)
+    # The product's gradient is w, imported: nothing table-sized makes it.
+    dscale = mtf.gradients(
+        [y], [scale], [mtf.import_tf_tensor(mesh, w_value, shape)])[0]
+    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
+        mtf.Shape([]), mtf.LayoutRules([]), [""])
+    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    dscale_tf = lowering.export_to_tf_tensor(dscale)
+    with tf.Session(graph=tf_graph) as sess:
+      got = sess.run(dscale_tf)
+  np.testing.assert_allclose(got, (w_value * x_value).sum(axis=(1, 2)),
+                             rtol=1e-4)
+  table_sized = [op.name for op in graph_order.ancestors(dscale_tf)
+                 if op.type not in ("Const", "Identity", "Reshape")
+                 and op.outputs
+                 and op.outputs[0].shape.num_elements() == x_value.size
+                 and "import_tf_tensor" not in op.name]
+  assert (not table_sized) == lean, table_sized
