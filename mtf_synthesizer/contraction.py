@@ -90,7 +90,11 @@ class Contraction(mtf.Operation):
         if axis is not None and dim not in output_shape.dims:
           split_axes.add(axis)
     if split_axes:
-      y = mesh_impl.allreduce(y, sorted(split_axes), "SUM")
+      mesh_axes = sorted(split_axes)
+      y = mesh_impl.allreduce(y, mesh_axes, "SUM")
+      # Counted as mesh's own ops count their collectives.
+      lowering.add_counter("allreduce/%s/contraction" % mesh_axes,
+                           mesh_impl.laid_out_size(output_shape))
     lowering.set_tensor_lowering(self.outputs[0], y)
 
 

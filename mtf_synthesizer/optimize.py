@@ -285,10 +285,12 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       grad_squared = mtf.square(grad)
       # mean(g^2 + eps1) = mean(g^2) + eps1; the sums are contractions with
       # ones (TF's reduction over a leading axis is the slower one).
-      row_mean = contraction.contract([grad_squared, mtf.ones(var.mesh, vc_shape)],
-                           vr_shape.dims) * (1.0 / d0.size)
-      col_mean = contraction.contract([grad_squared, mtf.ones(var.mesh, vr_shape)],
-                           vc_shape.dims) * (1.0 / d1.size)
+      row_mean = contraction.contract(
+          [grad_squared, mtf.ones(var.mesh, vc_shape)],
+          vr_shape.dims) * (1.0 / d0.size)
+      col_mean = contraction.contract(
+          [grad_squared, mtf.ones(var.mesh, vr_shape)],
+          vc_shape.dims) * (1.0 / d1.size)
       new_vr = vr * decay_rate + (row_mean + self._epsilon1) * mixing_rate
       new_vc = vc * decay_rate + (col_mean + self._epsilon1) * mixing_rate
       updates = [mtf.assign(vr, new_vr), mtf.assign(vc, new_vc)]
@@ -298,7 +300,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       if self._clipping_threshold is not None:
         # mean(x^2) for x = g * r * c, without forming x.
         rows = contraction.contract([grad_squared, mtf.square(c_factor)],
-                         vr_shape.dims)
+                                    vr_shape.dims)
         mean_square = (mtf.reduce_sum(rows * mtf.square(r_factor))
                        * (1.0 / var.shape.size))
         clipping_denom = mtf.maximum(

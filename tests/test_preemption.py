@@ -252,7 +252,8 @@ class Chain:
     listed_after_kill: the checkpoints listed after the kill.
     on_disk_after_kill: the checkpoint index files after the kill.
     unreadable_after_kill: `_unreadable` of the listed ones, then.
-    temporary_after_kill: the unfinished sharded saves (`*_temp`), then.
+    temporary_after_kill: the unfinished sharded saves (`*_temp`) then,
+      each with the files in it.
     second: the rerun with the same command.
   """
   model_dir: str
@@ -260,8 +261,16 @@ class Chain:
   listed_after_kill: List[int]
   on_disk_after_kill: List[int]
   unreadable_after_kill: Dict[int, str]
-  temporary_after_kill: List[str]
+  temporary_after_kill: Dict[str, List[str]]
   second: Watch
+
+
+def _temporary(model_dir: str) -> Dict[str, List[str]]:
+  """The unfinished sharded saves (`*_temp`) in model_dir, with their files."""
+  paths = {n: os.path.join(model_dir, n)
+           for n in sorted(os.listdir(model_dir)) if "_temp" in n}
+  return {n: sorted(os.listdir(p)) if os.path.isdir(p) else []
+          for n, p in paths.items()}
 
 
 def _kill_and_rerun(model_dir: str, watch: Watch) -> Chain:
@@ -279,7 +288,7 @@ def _kill_and_rerun(model_dir: str, watch: Watch) -> Chain:
   assert first.killed, "the run ended before its kill point"
   listed, on_disk = _listed(model_dir), _on_disk(model_dir)
   unreadable = _unreadable(model_dir, listed)
-  temporary = sorted(n for n in os.listdir(model_dir) if "_temp" in n)
+  temporary = _temporary(model_dir)
   second = _run(command, model_dir + ".rerun.log", Watch())
   return Chain(model_dir, first, listed, on_disk, unreadable, temporary,
                second)
@@ -344,8 +353,12 @@ def _assert_resumed(chain: Chain) -> None:
   assert (sorted(set(_on_disk(chain.model_dir)) - set(final)) ==
           sorted(set(chain.on_disk_after_kill) - set(chain.listed_after_kill)
                  - set(final)))
-  # No half-written sharded save left (`model.ckpt-N_temp/`).
-  assert not [n for n in os.listdir(chain.model_dir) if "_temp" in n]
+  # The rerun's own sharded saves (`model.ckpt-N_temp/`) are all merged and
+  # removed. A file the kill left half-written in one stays, and with it the
+  # folder: TF removes the folder only once it is empty.
+  for name, files in _temporary(chain.model_dir).items():
+    assert set(files) <= set(chain.temporary_after_kill.get(name, ())), (
+        name, files, chain.temporary_after_kill)
   assert not _unreadable(chain.model_dir, final)
 
 

@@ -328,8 +328,8 @@ def test_mixture_weight_gradient_makes_no_table_sized_temporary(lean):
                        mtf.Dimension("cols", cols)])
     x = mtf.import_tf_tensor(mesh, x_value, shape)
     scale = mtf.import_tf_tensor(mesh, scale_value, mtf.Shape([heads_dim]))
-    y = (ms.synthesizers._scaled(x, scale) if lean  # pylint: disable=protected-access
-         else x * scale)
+    scaled = ms.synthesizers._scaled  # pylint: disable=protected-access
+    y = scaled(x, scale) if lean else x * scale
     # The product's gradient is w, imported: nothing table-sized makes it.
     dscale = mtf.gradients(
         [y], [scale], [mtf.import_tf_tensor(mesh, w_value, shape)])[0]
