@@ -221,15 +221,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
 
   def _apply_unfactored(self, grad: mtf.Tensor,
                         var: mtf.Variable) -> List[mtf.Operation]:
-    """mesh's update with a full-size second moment v.
-
-    Args:
-      grad: the variable's gradient (float32).
-      var: the variable.
-
-    Returns:
-      The assign operations (slots and variable).
-    """
+    """`apply_grad` with a full-size second moment v (grad in float32)."""
     v = mtf.get_variable(
         var.mesh, var.name + "_slot_v", var.shape,
         initializer=tf.zeros_initializer(), trainable=False)
@@ -254,15 +246,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
 
   def _apply_factored(self, grad: mtf.Tensor,
                       var: mtf.Variable) -> List[mtf.Operation]:
-    """mesh's update with a factored second moment (module docstring).
-
-    Args:
-      grad: the variable's gradient (float32).
-      var: the variable.
-
-    Returns:
-      The assign operations (slots and variable).
-    """
+    """`apply_grad` with a factored second moment (grad in float32)."""
     previous = self._previous_statistics
     if (self._one_variable_at_a_time and previous is not None
         and previous.mesh is grad.mesh):
