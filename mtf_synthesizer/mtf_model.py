@@ -15,6 +15,13 @@ the estimator starts from a checkpoint (`finetune`, `train(init_checkpoint=
 from a vanilla T5 checkpoint's `SelfAttention` (or from a Synthesizer's own
 names) and nothing else is re-initialised silently (`checkpoints.py`).
 
+T5's own default schedule works here: `t5.models.MtfModel` hands its
+`learning_rate_schedule` (mesh's `learning_rate_schedule_noam` unless given)
+to the estimator without the run's `total_train_steps`, which mesh's
+`utils.run` (the stock CLI) binds. `train` and `finetune` here bind it as
+the CLI does: the absolute step the run trains to, and a list of factors
+becomes mesh's `product_learning_rate`.
+
   model = mtf_synthesizer.MtfModel(
       variant="random_vanilla", model_dir=..., tpu=None, ...)
   model.finetune("glue_sst2_v002", finetune_steps=...,
@@ -23,10 +30,12 @@ names) and nothing else is re-initialised silently (`checkpoints.py`).
   model.export(export_dir=...)
 """
 
+import functools
 import os
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import gin
+from mesh_tensorflow.transformer import learning_rate_schedules
 from mesh_tensorflow.transformer import utils as mtf_utils
 import t5.models
 import tensorflow.compat.v1 as tf
@@ -58,6 +67,27 @@ def variant_gin_file(variant: Optional[str]) -> Optional[str]:
   if variant.startswith(gin_path.VARIANT_FOLDER + "/"):
     variant = variant[len(gin_path.VARIANT_FOLDER) + 1:]
   return variants.get(variant).gin_file
+
+
+def schedule_with_total_steps(schedule: Any, total_train_steps: int) -> Any:
+  """A learning-rate schedule as mesh's `utils.run` hands it to the model.
+
+  Args:
+    schedule: a number (a constant rate), a list of factors for mesh's
+      `product_learning_rate`, or a function of `step` and
+      `total_train_steps` (e.g. mesh's `learning_rate_schedule_noam`).
+    total_train_steps: the absolute step the run trains to.
+
+  Returns:
+    The number unchanged, or a function of `step` alone.
+  """
+  if isinstance(schedule, list):
+    return functools.partial(learning_rate_schedules.product_learning_rate,
+                             total_train_steps=total_train_steps,
+                             factors=schedule)
+  if callable(schedule):
+    return functools.partial(schedule, total_train_steps=total_train_steps)
+  return schedule
 
 
 class MtfModel(t5.models.MtfModel):
@@ -95,6 +125,7 @@ class MtfModel(t5.models.MtfModel):
     """
     self._variant_gin_file = variant_gin_file(variant)
     self._extra_gin_files = tuple(extra_gin_files)
+    self._total_train_steps = None  # set while `train` builds its estimator
     super().__init__(model_dir, tpu, *args, **kwargs)
 
   @property
@@ -124,10 +155,38 @@ class MtfModel(t5.models.MtfModel):
     with gin.unlock_config():
       for path in files:
         gin.parse_config_file(path)
-    return super().estimator(
-        vocabulary, init_checkpoint=init_checkpoint, disable_tpu=disable_tpu,
-        score_in_predict_mode=score_in_predict_mode,
-        sequence_length=sequence_length)
+    schedule = self._learning_rate_schedule
+    if self._total_train_steps is not None:
+      self._learning_rate_schedule = schedule_with_total_steps(
+          schedule, self._total_train_steps)
+    try:
+      return super().estimator(
+          vocabulary, init_checkpoint=init_checkpoint,
+          disable_tpu=disable_tpu,
+          score_in_predict_mode=score_in_predict_mode,
+          sequence_length=sequence_length)
+    finally:
+      self._learning_rate_schedule = schedule
+
+  def train(self, mixture_or_task_name: str, steps: int,
+            init_checkpoint: Optional[str] = None,
+            split: str = "train") -> None:
+    """T5's `train`, whose schedule knows the run's length (see module doc).
+
+    Args:
+      mixture_or_task_name: as in `t5.models.MtfModel.train`.
+      steps: as there: the absolute step to train to (`finetune` passes the
+        checkpoint's step plus its `finetune_steps`); also the schedule's
+        `total_train_steps`, as `utils.run.train_steps` is the CLI's.
+      init_checkpoint: as there.
+      split: as there.
+    """
+    self._total_train_steps = steps
+    try:
+      super().train(mixture_or_task_name, steps,
+                    init_checkpoint=init_checkpoint, split=split)
+    finally:
+      self._total_train_steps = None
 
   def score(self,
             inputs: Union[None, str, Sequence[str]] = None,

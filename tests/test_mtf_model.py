@@ -11,13 +11,17 @@ decoding and export through the same class: test_python_api.py.
 """
 
 import os
+from unittest import mock
 
 import gin
 import mesh_tensorflow as mtf
+from mesh_tensorflow.transformer import learning_rate_schedules
+import numpy as np
 import pytest
 import seqio
 import t5.models
 from t5.models import mtf_model as t5_mtf_model
+import tensorflow.compat.v1 as tf
 
 import mtf_synthesizer
 from mtf_synthesizer import mtf_model
@@ -126,3 +130,64 @@ def test_every_variant_file_exists():
   for name in mtf_synthesizer.variants.NAMES:
     path = mtf_model.variant_gin_file(name)
     assert os.path.exists(os.path.join(mtf_synthesizer.GIN_DIR, path)), path
+
+
+def _noam(step, total, warmup=10000, decay_fraction=0.1):
+  """Mesh's default schedule, from its docstring's formula."""
+  return (1.0 / np.sqrt(max(step, warmup)) *
+          min(1.0, (total - step) / (total * decay_fraction)))
+
+
+def _schedule_of_train(model_class, model_dir, steps, **kwargs):
+  """The schedule `train(steps=...)` gives the estimator, without training."""
+  captured = {}
+
+  def get_estimator(**estimator_kwargs):
+    captured["schedule"] = estimator_kwargs["learning_rate_schedule"]
+
+  model = model_class(model_dir=model_dir, tpu=None, mesh_shape="",
+                      mesh_devices=[""], batch_size=4,
+                      sequence_length={"inputs": 8, "targets": 8}, **kwargs)
+  with mock.patch.object(t5_mtf_model.mtf_utils, "get_estimator",
+                         side_effect=get_estimator), \
+       mock.patch.object(t5_mtf_model.mtf_utils, "train_model"), \
+       mock.patch.object(t5_mtf_model.mesh_transformer, "get_vocabulary",
+                         return_value=seqio.ByteVocabulary()):
+    model.train("any_task", steps=steps)
+  return captured["schedule"]
+
+
+def _rates(schedule, steps):
+  with tf.Graph().as_default(), tf.Session() as sess:
+    return sess.run([schedule(step=tf.constant(float(s))) for s in steps])
+
+
+def test_default_schedule_gets_the_runs_total_steps(plain_t5_dir):
+  """T5's default (mesh's noam) decays over the run, as in the stock CLI."""
+  total = 20000
+  schedule = _schedule_of_train(mtf_synthesizer.MtfModel, plain_t5_dir,
+                                total, variant="random_vanilla")
+  steps = [1, 5000, 10000, 18500, 19990]
+  np.testing.assert_allclose(_rates(schedule, steps),
+                             [_noam(s, total) for s in steps], rtol=1e-5)
+  # The negative control: T5's own class hands mesh a schedule that cannot
+  # be called with the step alone.
+  stock = _schedule_of_train(t5.models.MtfModel, plain_t5_dir, total)
+  with pytest.raises(TypeError, match="total_train_steps"):
+    _rates(stock, [1])
+
+
+def test_factor_list_and_constant_schedules_as_in_the_cli(plain_t5_dir):
+  total = 1000
+  factors = [0.5, learning_rate_schedules.linear_decay]
+  schedule = _schedule_of_train(
+      mtf_synthesizer.MtfModel, plain_t5_dir, total,
+      learning_rate_schedule=factors)
+  # 0.5 * min(1, (total - step) / (0.1 * total)): mesh's linear_decay.
+  steps = [0, 950, 990]
+  np.testing.assert_allclose(
+      _rates(schedule, steps),
+      [0.5 * min(1.0, (total - s) / (0.1 * total)) for s in steps],
+      rtol=1e-5)
+  assert _schedule_of_train(mtf_synthesizer.MtfModel, plain_t5_dir, total,
+                            learning_rate_schedule=0.01) == 0.01
