@@ -272,12 +272,16 @@ def _fan_in_normal(fan_in: int) -> tf.keras.initializers.Initializer:
 class SynthesizingFunction:
   """Base class: computes attention logits per head.
 
-  Subclasses set `name` (their variable scope) and say whether they need the
-  layer's query and key projections.
+  Subclasses set `name` (their variable scope), say whether they need the
+  layer's query and key projections, and whether their logits read weights
+  indexed by token position (`indexes_positions`: a table over positions,
+  or a projection onto them), which packed examples index by the position
+  inside each segment.
   """
   name = "synthesizer"
   needs_queries = False
   needs_keys = False
+  indexes_positions = True
 
   def logits(self, inputs: SynthesisInputs,
              scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
@@ -361,6 +365,7 @@ class DotProduct(SynthesizingFunction):
   name = "dot_product"
   needs_queries = True
   needs_keys = True
+  indexes_positions = False
 
   def logits(self, inputs, scale=None):
     q = _float32(inputs.queries, scale)
@@ -816,6 +821,10 @@ class Mixture(SynthesizingFunction):
   @property
   def needs_keys(self):
     return any(c.needs_keys for c in self.components)
+
+  @property
+  def indexes_positions(self):
+    return any(c.indexes_positions for c in self.components)
 
   def weights(self, inputs: SynthesisInputs) -> Optional[mtf.Tensor]:
     """Returns alpha: [synth_components] + heads dims, summing to one."""

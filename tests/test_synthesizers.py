@@ -152,8 +152,28 @@ def test_shorter_than_max_length_truncates():
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
 
-@pytest.mark.parametrize("kind", ["random", "factorized_random", "dense",
-                                  "factorized_dense"])
+POSITIONAL = sorted(k for k in FUNCTIONS
+                    if ms.synthesizers.BY_NAME[k].indexes_positions)
+
+
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
+def test_indexes_positions_says_whether_positions_change_the_output(kind):
+  """The property packing and layout tests select functions by."""
+  x = _x()
+  first = layer_harness.run_layer(_layer([kind]), x)
+  values = _perturb(first, [kind], 5)
+  outputs = [
+      layer_harness.run_layer(
+          _layer([kind]), x, positions=np.tile(np.arange(LENGTH) + shift,
+                                               (BATCH, 1)),
+          segment_ids=np.ones((BATCH, LENGTH), np.int32),
+          variable_values=values).output
+      for shift in (0, MAX_LEN - LENGTH)]
+  changed = not np.allclose(outputs[0], outputs[1], rtol=1e-5, atol=1e-6)
+  assert changed == ms.synthesizers.BY_NAME[kind].indexes_positions
+
+
+@pytest.mark.parametrize("kind", POSITIONAL)
 def test_packed_positions_are_relative_to_segments(kind):
   # Two segments per row: [0..3] and [0..1]; the second row one segment.
   positions = np.array([[0, 1, 2, 3, 0, 1], [0, 1, 2, 3, 4, 5]])
