@@ -29,15 +29,28 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
   * The checkpoint is the one mesh is restoring, whether it came from gin
     (`utils.run.init_checkpoint`) or from Python
     (`t5.models.MtfModel.train(init_checkpoint=...)`, `MtfModel.finetune`).
+  * A variable stored in another floating-point dtype than the graph's
+    (bfloat16 and float32: mesh's master variables are bfloat16 unless
+    `utils.get_variable_dtype.master_dtype` says otherwise, and checkpoints
+    are written in either) is restored with a cast. TF's restore reads a
+    variable in the graph's dtype only (`expected dtype float does not equal
+    original dtype bfloat16`); mesh's `tf.train.init_from_checkpoint` call
+    is wrapped for that one call, and the casting variables are restored
+    the way TF restores the others, from a RestoreV2 op and a cast.
   * Every variable is logged once per graph and checkpoint as restored (with
-    its source) or fresh (with the reason), then one summary line (a warning
-    when some start fresh):
+    its source and any cast) or fresh (with the reason) while the graph is
+    built, with a line that says what is about to be restored:
+      init_from_t5: restoring 40 from /path/model.ckpt-N, 6 fresh: ...
+    and, once the session has run the restore (so, not when a run resumes
+    from its own model directory), the summary line on standard error (on
+    TPU, the host's):
       init_from_t5: 40 restored from /path/model.ckpt-N, 6 fresh: a, b, ...
 """
 
 import inspect
 import os
 import re
+import sys
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 import weakref
 
@@ -101,10 +114,13 @@ class Resolution(NamedTuple):
       restored; a name mesh will not restore otherwise).
     restored: graph name -> checkpoint name, for the restored variables.
     fresh: graph name -> why it keeps its initializer.
+    casts: graph name -> (stored dtype, graph dtype), for the restored
+      variables whose dtypes differ.
   """
   sources: Dict[str, str]
   restored: Dict[str, str]
   fresh: Dict[str, str]
+  casts: Dict[str, Tuple[tf.DType, tf.DType]] = {}
 
 
 def _suggest_allow_fresh(names: Sequence[str]) -> str:
@@ -123,7 +139,10 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
             checkpoint: str = "",
             allow_fresh: Iterable[str] = (),
             restorable: Optional[Iterable[str]] = None,
-            not_asked: Iterable[str] = ()) -> Resolution:
+            not_asked: Iterable[str] = (),
+            graph_dtypes: Optional[Dict[str, tf.DType]] = None,
+            checkpoint_dtypes: Optional[Dict[str, tf.DType]] = None
+            ) -> Resolution:
   """Decides, for every graph variable, what initialises it.
 
   Args:
@@ -136,20 +155,23 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
       `init_variable_filter`); default: all of checkpoint_shapes.
     not_asked: graph names mesh does not restore (`should_load_variable` is
       False for them); they start fresh.
+    graph_dtypes: graph variable name -> dtype (default: not compared).
+    checkpoint_dtypes: checkpoint variable name -> dtype.
 
   Returns:
     A Resolution covering every name of graph_shapes.
 
   Raises:
     ValueError: listing every variable that is in neither its mapped nor its
-      own form in the checkpoint (and not allowed to be fresh), and every
-      shape that differs from the checkpoint's.
+      own form in the checkpoint (and not allowed to be fresh), every shape
+      that differs from the checkpoint's, and every dtype that differs
+      other than between two floating-point types.
   """
   allow = [re.compile(p) for p in allow_fresh]
   restorable = (set(checkpoint_shapes) if restorable is None
                 else set(restorable))
   not_asked = set(not_asked)
-  sources, restored, fresh = {}, {}, {}
+  sources, restored, fresh, casts = {}, {}, {}, {}
   missing, mismatched = [], []
   for name in sorted(graph_shapes):
     mapped = checkpoint_name(name)
@@ -168,6 +190,15 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
                 name, list(shape), checkpoint, source,
                 list(checkpoint_shapes[source])))
       restored[name] = source
+      stored = (checkpoint_dtypes or {}).get(source)
+      wanted = (graph_dtypes or {}).get(name)
+      if stored is not None and wanted is not None and stored != wanted:
+        if stored.is_floating and wanted.is_floating:
+          casts[name] = (stored, wanted)
+        else:
+          mismatched.append(
+              "Cannot initialise %s (%s) from %s:%s, stored as %s." % (
+                  name, wanted.name, checkpoint, source, stored.name))
     else:
       pattern = next((p for p in allow if p.search(name)), None)
       if pattern is not None:
@@ -196,7 +227,34 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
                   "(d_model, num_heads, d_kv, ...) matches the checkpoint's.")
   if errors:
     raise ValueError("\n".join(errors))
-  return Resolution(sources, restored, fresh)
+  return Resolution(sources, restored, fresh, casts)
+
+
+def _casts_note(resolution: Resolution) -> str:
+  """e.g. " (12 cast from bfloat16 to float32)", or ""."""
+  kinds = {}
+  for stored, wanted in resolution.casts.values():
+    key = "%s to %s" % (stored.name, wanted.name)
+    kinds[key] = kinds.get(key, 0) + 1
+  return "".join(" (%d cast from %s)" % (n, kind)
+                 for kind, n in sorted(kinds.items()))
+
+
+def plan(resolution: Resolution, checkpoint: str) -> str:
+  """The line logged while the graph is built, before anything is restored.
+
+  Args:
+    resolution: from `resolve`.
+    checkpoint: the checkpoint's path.
+
+  Returns:
+    e.g. "init_from_t5: restoring 40 from ckpt, 2 fresh: a, b".
+  """
+  fresh = sorted(resolution.fresh)
+  return "%srestoring %d from %s%s, %d fresh%s" % (
+      LOG_PREFIX, len(resolution.restored), checkpoint,
+      _casts_note(resolution), len(fresh),
+      (": " + ", ".join(fresh)) if fresh else "")
 
 
 def summary(resolution: Resolution, checkpoint: str) -> str:
@@ -250,6 +308,104 @@ def _gin_init_checkpoint() -> Optional[str]:
     return None
 
 
+def _checkpoint_file(checkpoint: str) -> str:
+  """A checkpoint prefix, or the latest one of a directory."""
+  if tf.io.gfile.isdir(checkpoint):
+    return tf.train.latest_checkpoint(checkpoint) or checkpoint
+  return checkpoint
+
+
+def _restore_with_cast(variable: tf.Variable, checkpoint: str, source: str,
+                       stored: tf.DType) -> None:
+  """Makes `variable`'s initializer restore `source`, cast to its dtype.
+
+  As TF's `init_from_checkpoint` sets a restoring initializer (a RestoreV2
+  op on the variable's host CPU, the variable's initial value and
+  initializer), with a cast between the read and the assignment.
+
+  Args:
+    variable: a graph variable.
+    checkpoint: the checkpoint prefix.
+    source: the variable's name in the checkpoint.
+    stored: the dtype it is stored in.
+  """
+  with tf.device(variable.device), tf.device("/cpu:0"):
+    value = tf.raw_ops.RestoreV2(
+        prefix=checkpoint, tensor_names=[source], shape_and_slices=[""],
+        dtypes=[stored], name="init_from_t5_restore")[0]
+    value = tf.cast(value, variable.dtype.base_dtype)
+  value.set_shape(variable.shape)
+  # pylint: disable=protected-access
+  variable._initializer_op = tf.assign(variable, value).op
+  variable._initial_value = value
+  # pylint: enable=protected-access
+
+
+def _print_once_initialised(variables: Sequence[tf.Variable],
+                            line: str) -> None:
+  """Prints `line` when the session has run every variable's initializer.
+
+  The print joins one variable's initializer, after all of them: it runs
+  with the session's variable initialisation, only if every restore
+  succeeded, and not at all when the session restores the model directory's
+  own checkpoint instead.
+
+  Args:
+    variables: the restored variables (their restoring initializers set).
+    line: the line to print on standard error.
+  """
+  with tf.device("/cpu:0"), tf.control_dependencies(
+      [v.initializer for v in variables]):
+    printed = tf.print(line, output_stream=sys.stderr)
+  carrier = variables[0]
+  carrier._initializer_op = tf.group(carrier.initializer, printed)  # pylint: disable=protected-access
+
+
+class _NextInitFromCheckpoint:
+  """Stands in for mesh's next `tf.train.init_from_checkpoint` call.
+
+  Installed when the mapping has been resolved, a few lines before mesh
+  restores, and gone at that call (or at any other, from another graph,
+  which it passes on untouched): mesh's own restore, minus the variables to
+  cast, which are restored with a cast; then the summary line once all of it
+  has run.
+  """
+
+  def __init__(self, graph: tf.Graph, resolution: Resolution,
+               line: str):
+    self._graph = weakref.ref(graph)
+    self._resolution = resolution
+    self._line = line
+    self._original = tf.train.init_from_checkpoint
+    if isinstance(self._original, _NextInitFromCheckpoint):  # idempotent
+      self._original = self._original._original  # pylint: disable=protected-access
+    tf.train.init_from_checkpoint = self
+
+  def __call__(self, ckpt_dir_or_file, assignment_map):
+    tf.train.init_from_checkpoint = self._original
+    if tf.get_default_graph() is not self._graph():
+      return self._original(ckpt_dir_or_file, assignment_map)
+    by_name = {v.op.name: v for v in tf.global_variables()}
+
+    def graph_name(variable):
+      return variable if isinstance(variable, str) else variable.op.name
+
+    casts = self._resolution.casts
+    plain = {source: variable for source, variable in assignment_map.items()
+             if graph_name(variable) not in casts}
+    if plain:
+      self._original(ckpt_dir_or_file, plain)
+    checkpoint = _checkpoint_file(ckpt_dir_or_file)
+    for source, variable in sorted(assignment_map.items()):
+      name = graph_name(variable)
+      if name in casts:
+        _restore_with_cast(by_name[name], checkpoint, source, casts[name][0])
+    restored = [by_name[graph_name(v)] for v in assignment_map.values()
+                if graph_name(v) in by_name]
+    if restored:
+      _print_once_initialised(restored, self._line)
+
+
 class _Mapper:
   """Resolves a graph's variables once per checkpoint, then answers mesh."""
 
@@ -264,21 +420,27 @@ class _Mapper:
     key = (checkpoint, variable_filter, allow_fresh)
     if self._graph is None or self._graph() is not graph or key != self._key:
       self._graph, self._key, self._sources = None, None, {}
-      self._sources = self._resolve(
+      variables = tf.global_variables()
+      resolution = self._resolve(
           checkpoint, variable_filter, allow_fresh,
-          {v.op.name: v.shape.as_list() for v in tf.global_variables()},
-          log_summary=True)
+          {v.op.name: v.shape.as_list() for v in variables},
+          {v.op.name: v.dtype.base_dtype for v in variables})
+      logging.log(logging.WARNING if resolution.fresh else logging.INFO,
+                  "%s", plan(resolution, checkpoint))
+      _NextInitFromCheckpoint(graph, resolution,
+                              summary(resolution, checkpoint))
+      self._sources = dict(resolution.sources)
       self._graph, self._key = weakref.ref(graph), key
     if graph_name not in self._sources:  # not a global variable of graph
       self._sources.update(self._resolve(
           checkpoint, variable_filter, allow_fresh, {graph_name: None},
-          log_summary=False))
+          {}).sources)
     return self._sources[graph_name]
 
   def _resolve(self, checkpoint, variable_filter, allow_fresh, graph_shapes,
-               log_summary):
-    checkpoint_shapes = tf.train.load_checkpoint(
-        checkpoint).get_variable_to_shape_map()
+               graph_dtypes) -> Resolution:
+    reader = tf.train.load_checkpoint(checkpoint)
+    checkpoint_shapes = reader.get_variable_to_shape_map()
     restorable = None
     if variable_filter:
       pattern = re.compile(variable_filter)
@@ -286,17 +448,19 @@ class _Mapper:
     not_asked = [n for n in graph_shapes
                  if not mtf_utils.should_load_variable(n)]
     resolution = resolve(graph_shapes, checkpoint_shapes, checkpoint,
-                         allow_fresh, restorable, not_asked)
+                         allow_fresh, restorable, not_asked, graph_dtypes,
+                         reader.get_variable_to_dtype_map())
     for name in sorted(graph_shapes):
-      if name in resolution.restored:
+      if name in resolution.casts:
+        logging.info("%s%s <- %s (cast from %s to %s)", LOG_PREFIX, name,
+                     resolution.restored[name],
+                     *(dtype.name for dtype in resolution.casts[name]))
+      elif name in resolution.restored:
         logging.info("%s%s <- %s", LOG_PREFIX, name, resolution.restored[name])
       else:
         logging.info("%s%s is fresh (%s)", LOG_PREFIX, name,
                      resolution.fresh[name])
-    if log_summary:  # a warning when anything starts fresh
-      logging.log(logging.WARNING if resolution.fresh else logging.INFO,
-                  "%s", summary(resolution, checkpoint))
-    return resolution.sources
+    return resolution
 
 
 _MAPPER = _Mapper()

@@ -9,6 +9,7 @@ import gin
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
+from tensorflow.python.training import checkpoint_utils  # pylint: disable=g-direct-tensorflow-import
 
 from mtf_synthesizer import checkpoints
 
@@ -105,15 +106,24 @@ def vanilla_ckpt(tmp_path):
   return _save(os.path.join(tmp_path, "vanilla", "model.ckpt"), VANILLA)
 
 
+@pytest.fixture(autouse=True)
+def tf_restore():
+  """TF's own init_from_checkpoint after each test (some map, never restore:
+  the stand-in the mapping installs for mesh's next call stays otherwise)."""
+  yield
+  tf.train.init_from_checkpoint = checkpoint_utils.init_from_checkpoint
+
+
 @pytest.fixture
 def log(caplog):
   caplog.set_level(logging.INFO)
   return caplog
 
 
-def _summary(caplog):
+def _plan(caplog):
+  """The one line logged while the graph is built."""
   lines = [r.getMessage() for r in caplog.records
-           if " restored from " in r.getMessage()]
+           if r.getMessage().startswith("init_from_t5: restoring ")]
   assert len(lines) == 1, lines
   return lines[0]
 
@@ -133,8 +143,8 @@ def test_vanilla_checkpoint_maps_and_reports(vanilla_ckpt, log):
   }
   fresh = [SYN + "mixture/alpha_logits", SYN + "random/R",
            SYN + "random/R_slot_v"]
-  assert _summary(log) == (
-      "init_from_t5: 6 restored from %s, 3 fresh: %s" % (
+  assert _plan(log) == (
+      "init_from_t5: restoring 6 from %s, 3 fresh: %s" % (
           vanilla_ckpt, ", ".join(fresh)))
   messages = [r.getMessage() for r in log.records]
   assert "init_from_t5: %skv <- %sv" % (SYN, SELF) in messages
@@ -188,8 +198,8 @@ def test_allow_fresh_opts_in(tmp_path, log):
   names = _map_all(_graph(GRAPH), ckpt,
                    allow_fresh=["_slot_", "^shared/embedding$"])
   assert names[SYN + "kv_slot_vr"] == SELF + "v_slot_vr"  # mesh skips it
-  assert _summary(log).startswith(
-      "init_from_t5: 4 restored from %s, 5 fresh: " % ckpt)
+  assert _plan(log).startswith(
+      "init_from_t5: restoring 4 from %s, 5 fresh: " % ckpt)
   assert ("init_from_t5: shared/embedding is fresh (not in %s; allowed by "
           "%s '^shared/embedding$')" % (ckpt, checkpoints.ALLOW_FRESH)) in [
               r.getMessage() for r in log.records]
@@ -215,7 +225,7 @@ def test_synthesizer_checkpoint_restores_under_own_names(tmp_path, log):
       else np.int64(3) for name, shape in GRAPH.items()})
   names = _map_all(_graph(GRAPH), ckpt)
   assert names == {name: name for name in GRAPH}
-  assert _summary(log) == "init_from_t5: 9 restored from %s, 0 fresh" % ckpt
+  assert _plan(log) == "init_from_t5: restoring 9 from %s, 0 fresh" % ckpt
 
 
 def test_init_variable_filter_and_should_load_variable(vanilla_ckpt):
@@ -256,3 +266,123 @@ def test_without_a_checkpoint_is_an_error():
   with tf.Graph().as_default():
     with pytest.raises(ValueError, match="no checkpoint"):
       checkpoints.vanilla_to_synthesizer(SYN + "q")
+
+
+# ------------------------------------- restoring, with casts, then the line
+
+SUMMARY_LINE = "init_from_t5: 6 restored from %s, 3 fresh: "
+
+
+def _restore_as_mesh(graph, checkpoint, dtype=tf.float32):
+  """What mesh's model_fn does with the mapping, then the session's init.
+
+  Args:
+    graph: a graph of GRAPH's variables.
+    checkpoint: the checkpoint to start from.
+    dtype: the graph variables' dtype (global_step aside).
+
+  Returns:
+    The variables' values after initialisation, by graph name.
+  """
+  del dtype  # the graph was built with it
+  with graph.as_default():
+    names = {v.op.name for v in tf.global_variables()}
+    ckpt_vars = {n for n, _ in tf.train.list_variables(checkpoint)}
+    mapping = {name: checkpoints.vanilla_to_synthesizer(
+        name, checkpoint=checkpoint) for name in sorted(names)}
+    tf.train.init_from_checkpoint(
+        checkpoint, {mapping[n]: n for n in names if mapping[n] in ckpt_vars})
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      return {v.op.name: sess.run(v) for v in tf.global_variables()}
+
+
+def _typed_graph(dtype, resource):
+  g = tf.Graph()
+  with g.as_default():
+    for name, shape in GRAPH.items():
+      if name == "global_step":
+        tf.train.get_or_create_global_step()
+      else:
+        tf.get_variable(name, shape=shape, dtype=dtype, use_resource=resource)
+  return g
+
+
+def _stored(path, dtype):
+  """VANILLA's values stored in `dtype` (global_step as int64)."""
+  values = {n: (v if n == "global_step" else v.astype(dtype))
+            for n, v in VANILLA.items()}
+  tf.io.gfile.makedirs(os.path.dirname(path))
+  with tf.Graph().as_default(), tf.Session() as sess:
+    sess.run(tf.raw_ops.SaveV2(
+        prefix=path, tensor_names=sorted(values),
+        shape_and_slices=[""] * len(values),
+        tensors=[tf.constant(values[n], dtype=tf.int64 if n == "global_step"
+                             else tf.as_dtype(dtype)) for n in sorted(values)]))
+  return path
+
+
+@pytest.mark.parametrize("stored,graph_dtype", [
+    (tf.bfloat16, tf.float32), (tf.float32, tf.bfloat16),
+    (tf.float32, tf.float32)])
+@pytest.mark.parametrize("resource", [False, True])
+def test_restores_across_dtypes_then_prints_the_summary(
+    tmp_path, log, capfd, stored, graph_dtype, resource):
+  ckpt = _stored(str(tmp_path / "model.ckpt"), stored.as_numpy_dtype)
+  values = _restore_as_mesh(_typed_graph(graph_dtype, resource), ckpt)
+  # Every mapped variable holds the checkpoint's value (cast: the values
+  # are exact in both dtypes), in the graph's dtype.
+  for graph_name, source in (("q", "q"), ("kv", "v"), ("kv_slot_vr",
+                                                       "v_slot_vr"),
+                             ("o", "o")):
+    value = values[SYN + graph_name]
+    assert value.dtype == graph_dtype.as_numpy_dtype, graph_name
+    np.testing.assert_array_equal(value.astype(np.float32),
+                                  VANILLA[SELF + source], err_msg=graph_name)
+  np.testing.assert_array_equal(values["shared/embedding"].astype(np.float32),
+                                VANILLA["shared/embedding"])
+  assert values["global_step"] == 7
+  # Mesh's restore call went through the stand-in, which is gone after it.
+  assert tf.train.init_from_checkpoint is checkpoint_utils.init_from_checkpoint
+  # The summary line is printed by the initialisation, after the restores.
+  printed = capfd.readouterr().err
+  assert (SUMMARY_LINE % ckpt) in printed
+  casts = [r.getMessage() for r in log.records if "(cast from" in
+           r.getMessage()]
+  if stored == graph_dtype:
+    assert not casts
+    assert "cast" not in _plan(log)
+  else:
+    assert len(casts) == 6 - 1  # every restored variable but global_step
+    assert casts[0].endswith("(cast from %s to %s)" % (stored.name,
+                                                       graph_dtype.name))
+    assert _plan(log).startswith(
+        "init_from_t5: restoring 6 from %s (5 cast from %s to %s), 3 fresh"
+        % (ckpt, stored.name, graph_dtype.name))
+
+
+def test_no_summary_line_when_the_restore_fails(tmp_path, capfd):
+  ckpt = _stored(str(tmp_path / "model.ckpt"), np.float32)
+  graph = _typed_graph(tf.bfloat16, False)
+  with graph.as_default():
+    names = sorted(v.op.name for v in tf.global_variables())
+    mapping = {n: checkpoints.vanilla_to_synthesizer(n, checkpoint=ckpt)
+               for n in names}
+    tf.train.init_from_checkpoint(ckpt, {mapping[n]: n for n in names
+                                         if not checkpoints.is_synthesizer_only(
+                                             n)})
+    for path in tf.io.gfile.glob(ckpt + ".data*"):
+      tf.io.gfile.remove(path)  # the restore now fails
+    with tf.Session() as sess:
+      with pytest.raises(tf.errors.OpError):
+        sess.run(tf.global_variables_initializer())
+  assert "restored from" not in capfd.readouterr().err
+
+
+def test_integer_dtype_mismatch_is_a_clear_error(tmp_path):
+  ckpt = _save(os.path.join(tmp_path, "model.ckpt"),
+               {SELF + "q": np.zeros((4, 6), np.int32)})
+  with tf.Graph().as_default():
+    tf.get_variable(SYN + "q", shape=[4, 6])
+    with pytest.raises(ValueError, match=r"\(float32\).*stored as int32"):
+      checkpoints.vanilla_to_synthesizer(SYN + "q", checkpoint=ckpt)

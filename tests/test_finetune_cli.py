@@ -214,3 +214,46 @@ def test_mtf_model_finetune_passes_the_checkpoint_in_python(pretrained,
   assert proc.returncode == 0, proc.stderr[-3000:]
   init = os.path.join(pretrained["random"], "model.ckpt-%d" % STEPS)
   _assert_restored_everything(proc, init, model_dir)
+
+
+def test_bfloat16_checkpoint_into_a_float32_run(pretrained, tmp_path):
+  """The CLI stores weights as bfloat16 (mesh's default master dtype); a
+  float32 run (as a released float32 checkpoint into a bfloat16 run, the
+  other way round) restores them cast, and prints the summary after."""
+  model_dir = str(tmp_path / "rv_float32")
+  init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
+  source = _values(pretrained["vanilla"], STEPS)
+  stored = {n: v.dtype for n, v in source.items()}
+  assert any(d == tf.bfloat16.as_numpy_dtype for d in stored.values())
+  proc = stock_cli.run(stock_cli.local_train(
+      model_dir, "random_vanilla", steps=STEPS + 1, gin_files=[INIT],
+      gin_params=["utils.run.init_checkpoint = '%s'" % init, NO_DECAY,
+                  "utils.get_variable_dtype.master_dtype = 'float32'"]),
+                       timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  restored, checkpoint, fresh = _summary(proc.stderr)
+  assert checkpoint == init
+  start = _values(model_dir, STEPS)
+  assert restored + len(fresh) == len(start)
+  # Every variable mapped from the checkpoint holds its value, now float32.
+  checked = 0
+  for name, value in start.items():
+    source_name = re.sub("/SynthesizerAttention/", "/SelfAttention/", name)
+    source_name = re.sub(r"/SelfAttention/kv(_slot_\w+)?$",
+                         r"/SelfAttention/v\1", source_name)
+    if name in fresh:
+      continue
+    assert value.dtype != tf.bfloat16.as_numpy_dtype, name
+    np.testing.assert_array_equal(
+        value, source[source_name].astype(value.dtype), err_msg=name)
+    checked += 1
+  assert checked == restored == len(source)
+  casts = re.findall(r"init_from_t5: \S+ <- \S+ \(cast from bfloat16 to "
+                     r"float32\)", proc.stderr)
+  assert len(casts) == sum(d == tf.bfloat16.as_numpy_dtype
+                           for d in stored.values())
+  # The summary comes after the session's initialisation, not before the
+  # graph is built.
+  plan = proc.stderr.index("init_from_t5: restoring %d from %s" % (restored,
+                                                                   init))
+  assert plan < proc.stderr.index("init_from_t5: %d restored from" % restored)
