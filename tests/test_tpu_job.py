@@ -324,6 +324,21 @@ def _baseline_header(experiment, baseline):
                                    baseline.name, baseline.label)
 
 
+# The Synthesizer rows of the paper's Tables 4-7 (Table 4: Syn (D), (R),
+# (R+V), (D+V) beside the Transformer; Tables 5-6: (R), (D), (D+V), (R+V);
+# Table 7: (FR), (FR+V)), by the paper's labels, V for its Transformer.
+_PAPER_VARIANTS = {"Table 4": {"V", "D", "R", "R+V", "D+V"},
+                   "Tables 5-6": {"V", "R", "D", "R+V", "D+V"},
+                   "Table 7": {"V", "FR", "FR+V"}}
+
+
+def test_table_variants_are_the_papers():
+  labels = {table: {variants.get(name).label for name in names}
+            for table, names in tpu_jobs.TABLE_VARIANTS.items()
+            if table in _PAPER_VARIANTS}
+  assert labels == _PAPER_VARIANTS
+
+
 def test_table_baselines_are_the_papers():
   labels = {table: {baselines.get(name).label for name in names}
             for table, names in tpu_jobs.TABLE_BASELINES.items()}

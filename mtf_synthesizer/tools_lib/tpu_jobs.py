@@ -167,9 +167,9 @@ def _names(*labels: str) -> tuple:
 # labels.
 TABLE_VARIANTS = {
     "Table 2-3": variants.NAMES,
-    "Table 4": _names("V", "R", "R+V", "D+V"),
+    "Table 4": _names("V", "D", "R", "R+V", "D+V"),
     "Tables 5-6": _names("V", "R", "D", "R+V", "D+V"),
-    "Table 7": _names("V", "FR"),
+    "Table 7": _names("V", "FR", "FR+V"),
 }
 # The experiments behind each table.
 TABLE_EXPERIMENTS = {
