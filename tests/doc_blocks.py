@@ -296,11 +296,12 @@ def commands(blocks: Optional[Sequence[Block]] = None) -> List[Command]:
 
 def find(doc: str, *markers: str,
          program: Optional[str] = None) -> Command:
-  """The one command of a document whose text holds every marker.
+  """The one command of a document whose own words hold every marker.
 
   Args:
     doc: the document, repository-relative.
-    *markers: substrings of the command's whole line.
+    *markers: substrings of the command's line (for a line of flags, of the
+      flags, not of the command they continue).
     program: if given, the command's program (e.g. CLI).
 
   Returns:
@@ -311,7 +312,7 @@ def find(doc: str, *markers: str,
   """
   found = [c for c in commands(read_blocks([doc]))
            if (program is None or c.program == program) and
-           all(m in " ".join(c.full_argv()) for m in markers)]
+           all(m in " ".join(c.argv) for m in markers)]
   assert len(found) == 1, "%s: %d commands with %s, not one: %s" % (
       doc, len(found), markers, [c.where for c in found])
   return found[0]

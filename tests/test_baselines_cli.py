@@ -2,12 +2,14 @@
 # Licensed under the Apache License, Version 2.0.
 """Every baseline gin file trains through the stock CLI.
 
-One step of a one-layer tiny T5 each (all four at once), and the checkpoint
-holds the baseline's variables: the convolutions and local attention as an
+One step of a tiny T5 each (all four at once), and the checkpoint holds the
+baseline's variables: the convolutions and local attention as an
 encoder-decoder on span corruption, Linformer as the encoder-only ListOps
-classifier. What the layers compute, and how the decoders decode, is
-checked in process: tests/test_local_conv.py, tests/test_local_attention.py,
-tests/test_linformer.py.
+classifier. A baseline that docs/baselines.md trains runs the document's
+command (read from it; a temporary model directory and STEPS steps), the
+others a one-layer model of the same sizes. What the layers compute, and
+how the decoders decode, is checked in process: tests/test_local_conv.py,
+tests/test_local_attention.py, tests/test_linformer.py.
 """
 
 import concurrent.futures
@@ -15,6 +17,7 @@ import concurrent.futures
 import pytest
 import tensorflow.compat.v1 as tf
 
+import doc_blocks
 from mtf_synthesizer import gin_path
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import stock_cli
@@ -22,12 +25,14 @@ from mtf_synthesizer.tools_lib import stock_cli
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
 
-STEPS, LENGTH, K = 1, 32, 16
+STEPS, LENGTH, K = 1, 64, 16
+DOC = "docs/baselines.md"
 H, D_KV, D_MODEL = 2, 64, 32   # models/t5.1.1.tiny.gin
 WIDTH = 7                      # baselines/_local_conv.gin
 BUCKETS = 32                   # T5's relative position buckets
 
-# name -> local_train keyword arguments
+# name -> local_train keyword arguments (those docs/baselines.md does not
+# train: the others run the document's command)
 _RUNS = {
     "lightweight_conv": {},
     "dynamic_conv": {},
@@ -45,6 +50,25 @@ def test_every_baseline_file_is_trained_here():
   assert sorted(gin_path.gin_files("baselines")) == sorted(_RUNS)
 
 
+def _documented(name):
+  """docs/baselines.md's command that trains `name`, or None."""
+  found = [c for c in doc_blocks.commands(doc_blocks.read_blocks([DOC]))
+           if "baselines/%s.gin" % name in c.values("gin_file")]
+  assert len(found) <= 1, found
+  return found[0] if found else None
+
+
+def test_the_documents_commands_have_the_sizes_checked_here():
+  documented = [n for n in sorted(_RUNS) if _documented(n)]
+  assert documented == ["lightweight_conv", "linformer"]
+  for name in documented:
+    params = _documented(name).values("gin_param")
+    assert ("utils.run.sequence_length = {'inputs': %d, 'targets': %d}" % (
+        LENGTH, LENGTH)) in params, params
+  assert "LinformerAttention.k = %d" % K in _documented(
+      "linformer").values("gin_param")
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
   """Trains one tiny model per baseline file; name -> (model_dir, Result)."""
@@ -52,10 +76,18 @@ def trained(tmp_path_factory):
 
   def train(name):
     model_dir = str(root / name)
-    command = stock_cli.local_train(
-        model_dir, variants.MESH_ATTENTION.name, STEPS, length=LENGTH,
-        batch_size=2, dims={"num_layers": 1},
-        gin_files=["baselines/%s.gin" % name], **_RUNS[name])
+    documented = _documented(name)
+    if documented:
+      command = doc_blocks.to_stock_command(documented.substituted({
+          "--model_dir=" + documented.values("model_dir")[0]:
+              "--model_dir=" + model_dir,
+          "train_steps = 300": "train_steps = %d" % STEPS,
+      }), documented.full_env())
+    else:
+      command = stock_cli.local_train(
+          model_dir, variants.MESH_ATTENTION.name, STEPS, length=LENGTH,
+          batch_size=2, dims={"num_layers": 1},
+          gin_files=["baselines/%s.gin" % name], **_RUNS[name])
     return name, (model_dir, stock_cli.run(command, timeout=900))
 
   # Most of each run is single-threaded start-up and graph building.

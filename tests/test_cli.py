@@ -2,11 +2,15 @@
 # Licensed under the Apache License, Version 2.0.
 """Round trip through the stock `t5_mesh_transformer` console script.
 
-A tiny encoder-decoder is trained for a few steps on `pydocs_span_corruption`
-(once per attention variant, shared by the tests of this module), then
+docs/quickstart.md's commands, read from the document: its tiny
+encoder-decoder is trained for a few steps on `pydocs_span_corruption` with
+the Random Synthesizer and, dropping the two lines the quickstart names,
+with T5's own attention (shared by the tests of this module), then
 evaluated (`perplexity_eval.gin`) and asked to decode a file (`infer.gin`),
-each as its own CLI process, exactly as a user would run them. Bad command
-lines must fail with a message that says what is wrong.
+each as its own CLI process, exactly as a user would run them. The only
+changes: a temporary model directory and files, STEPS steps, EVAL_STEPS
+evaluation batches. Bad command lines must fail with a message that says
+what is wrong.
 """
 
 import concurrent.futures
@@ -19,6 +23,7 @@ import sys
 import pytest
 import tensorflow.compat.v1 as tf
 
+import doc_blocks
 from mtf_synthesizer import cli_checks
 from mtf_synthesizer import variants
 from mtf_synthesizer.tools_lib import stock_cli
@@ -28,20 +33,57 @@ pytestmark = pytest.mark.slow
 
 SEQ = 64
 STEPS = 4
+EVAL_STEPS = 5
 INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "A class definition defines a class object."]
 _GIN_DIR = os.path.join(cli_checks.GIN_DIR, "synthesizer")
 # T5's own attention (no variant file) and the Random Synthesizer.
 VARIANTS = [variants.MESH_ATTENTION.name, "random"]
 _DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2}
+QUICKSTART = "docs/quickstart.md"
 
 
 def command(model_dir, variant=variants.MESH_ATTENTION.name, gin_files=(),
             gin_params=()):
-  """A stock CLI command for the tiny model."""
+  """A stock CLI command for the tiny model (the bad command lines)."""
   return stock_cli.local_train(model_dir, variant, STEPS, length=SEQ,
                                dims=_DIMS, gin_files=gin_files,
                                gin_params=gin_params)
+
+
+def quickstart(model_dir, variant, marker="synthesizer/random.gin",
+               **replacements):
+  """A command of docs/quickstart.md: the training, or flags appended to it.
+
+  Args:
+    model_dir: replaces the document's `runs/by_hand`.
+    variant: "random" (the document's), or T5's own attention: the two
+      lines the document says to drop are dropped.
+    marker: text of the command's own line (the training's by default;
+      "perplexity_eval.gin" and "infer.gin" for the flags appended to it).
+    **replacements: more document text -> text, each found once.
+
+  Returns:
+    The command, with STEPS training steps and one checkpoint at the end.
+  """
+  doc = doc_blocks.find(QUICKSTART, marker, program=doc_blocks.CLI)
+  argv = doc.substituted(dict({
+      "--model_dir=runs/by_hand": "--model_dir=" + model_dir,
+      "train_steps = 300": "train_steps = %d" % STEPS,
+      "save_checkpoints_steps = 300": "save_checkpoints_steps = %d" % STEPS,
+  }, **replacements))
+  if variant == variants.MESH_ATTENTION.name:
+    argv = doc_blocks.drop(argv, "--gin_file=synthesizer/random.gin",
+                           "SynthesizerAttention.max_length")
+  else:
+    assert variant == "random", variant
+  return doc_blocks.to_stock_command(argv, doc.full_env())
+
+
+def quickstart_eval(model_dir, variant):
+  """The quickstart's evaluation, EVAL_STEPS batches."""
+  return quickstart(model_dir, variant, "perplexity_eval.gin", **{
+      "perplexity_eval_steps = 25": "perplexity_eval_steps = %d" % EVAL_STEPS})
 
 
 def run(cmd):
@@ -71,7 +113,7 @@ def runs(tmp_path_factory):
   input_file.write_text("\n".join(INPUTS) + "\n")
 
   def train(variant):
-    return run(command(str(root / variant), variant))
+    return run(quickstart(str(root / variant), variant))
 
   trained = _parallel(train, VARIANTS)
 
@@ -81,9 +123,10 @@ def runs(tmp_path_factory):
     if trained[variant].returncode != 0:
       return None
     if mode == "eval":
-      return run(stock_cli.perplexity_eval(command(model_dir, variant), 5))
-    return run(stock_cli.infer(command(model_dir, variant), str(input_file),
-                               str(root / (variant + ".out"))))
+      return run(quickstart_eval(model_dir, variant))
+    return run(quickstart(model_dir, variant, "infer.gin", **{
+        "/tmp/inputs.txt": str(input_file),
+        "/tmp/decodes.txt": str(root / (variant + ".out"))}))
 
   later = _parallel(after, [(v, m) for v in VARIANTS for m in ("eval", "infer")])
   return {"root": root, "train": trained, "after": later}
@@ -156,19 +199,20 @@ def test_eval_scores_one_checkpoint_on_the_same_examples(runs, tmp_path):
   # stock_cli seeds it: evaluations of one checkpoint agree.
   trained = str(runs["root"] / "random")
   assert runs["after"][("random", "eval")].returncode == 0
-  seeds = {"seeded": stock_cli.EVAL_DATA_SEED, "t5_a": None, "t5_b": None}
+  seeds = {"seeded_a": stock_cli.EVAL_DATA_SEED,
+           "seeded_b": stock_cli.EVAL_DATA_SEED, "t5_a": None, "t5_b": None}
 
   def evaluate(name):
     model_dir = str(tmp_path / name)
     shutil.copytree(trained, model_dir, ignore=shutil.ignore_patterns(
         "eval_*"))
-    proc = run(stock_cli.perplexity_eval(command(model_dir, "random"), 5,
-                                         seed=seeds[name]))
+    proc = run(quickstart_eval(model_dir, "random").extended(
+        gin_params=stock_cli.eval_seed_params(seeds[name])))
     assert proc.returncode == 0, _tail(proc)
     return _neg_log_perplexity(model_dir)
 
   values = _parallel(evaluate, sorted(seeds))
-  assert values["seeded"] == _neg_log_perplexity(trained)
+  assert values["seeded_a"] == values["seeded_b"]
   assert values["t5_a"] != values["t5_b"]  # why the seed is bound
 
 

@@ -202,8 +202,9 @@ def _runs_in_process(command: doc_blocks.Command) -> bool:
 
 
 def _matches(command: doc_blocks.Command, key) -> bool:
+  """Whether a command (its own words, not what it continues) is `key`'s."""
   doc, marker = key
-  return command.block.doc == doc and marker in _line(command)
+  return command.block.doc == doc and marker in " ".join(command.argv)
 
 
 def _ids(commands: Sequence[doc_blocks.Command]) -> List[str]:
@@ -335,17 +336,15 @@ def _tool_problems(command: doc_blocks.Command) -> List[str]:
   path = _repo_file(argv[1], command.cwd)
   if path is None:
     return ["%s: no such script" % argv[1]]
-  original = argparse.ArgumentParser.parse_args
-
-  def parse_and_stop(parser, args=None, namespace=None):
-    raise _Parsed(original(parser, args, namespace))
-
   err = io.StringIO()
-  with mock.patch.object(argparse.ArgumentParser, "parse_args",
-                         parse_and_stop), \
-      mock.patch.object(sys, "argv", [path] + argv[2:]), \
-      contextlib.redirect_stderr(err), \
-      contextlib.redirect_stdout(io.StringIO()):
+  with contextlib.ExitStack() as stack:
+    for name in ("parse_args", "parse_intermixed_args"):
+      stack.enter_context(mock.patch.object(
+          argparse.ArgumentParser, name,
+          _parse_and_stop(getattr(argparse.ArgumentParser, name))))
+    stack.enter_context(mock.patch.object(sys, "argv", [path] + argv[2:]))
+    stack.enter_context(contextlib.redirect_stderr(err))
+    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     try:
       runpy.run_path(path, run_name="__main__")
     except _Parsed:
@@ -355,6 +354,13 @@ def _tool_problems(command: doc_blocks.Command) -> List[str]:
           argv[1], e.code, err.getvalue()[-1500:])]
   return ["%s did not parse its arguments with argparse: teach this test "
           "its parser" % argv[1]]
+
+
+def _parse_and_stop(parse: Callable) -> Callable:
+  """An argparse method that parses as `parse`, then raises `_Parsed`."""
+  def parse_and_stop(parser, *args, **kwargs):
+    raise _Parsed(parse(parser, *args, **kwargs))
+  return parse_and_stop
 
 
 def _make_problems(command: doc_blocks.Command) -> List[str]:
@@ -547,15 +553,14 @@ def _python_block(block: doc_blocks.Block, replacements: Dict[str, str],
 # The README's training command: a temporary model directory, 2 steps.
 README_TRAIN = {"--model_dir=/tmp/syn": "--model_dir={model_dir}",
                 "utils.run.train_steps=100": "utils.run.train_steps=2"}
-# docs/serving.md's export: a tiny local model (trained on the byte
-# vocabulary, 64 positions) for the bucket's, as serving.md says.
+# docs/serving.md's export: a tiny local model (64 positions) for the
+# bucket's, as serving.md says.
 SERVING_EXPORT = {"--model_dir=gs://my-bucket/c4_random": "--model_dir={model}",
                   "--export_dir=gs://my-bucket/c4_random/export":
                       "--export_dir={export}",
                   "--input_sequence_length=512": "--input_sequence_length=64",
                   "--target_sequence_length=512":
                       "--target_sequence_length=64"}
-SERVING_EXPORT_ENV = {"MTF_SYNTH_VOCAB": "byte"}
 # The README's Python API block off TPU, as the README says beside it.
 README_API = {
     '"gs://my-bucket/sst2_rv"': "MODEL_DIR",
@@ -610,7 +615,7 @@ def ran(trained_models, tmp_path_factory):
     command = doc_blocks.find("docs/serving.md", "--mode=export_predict")
     run = _run(_cli_argv(command, _formatted(
         SERVING_EXPORT, model=models["random"], export=export)),
-               dict(command.full_env(), **SERVING_EXPORT_ENV))
+               command.full_env())
     if run.returncode:
       return run, None
     predict = doc_blocks.find("docs/serving.md", "saved_model_predict.py")

@@ -3,14 +3,17 @@
 """Export through the stock CLI, then serve with TensorFlow alone.
 
 For R, D, FR+V and V (tiny models of conftest, trained by the stock CLI):
-the CLI decodes a file (`infer.gin`) and exports a SavedModel
-(`--use_model_api --mode=export_predict`). A fresh Python process in which
-mesh, t5, gin, seqio and this package cannot even be imported loads each
-SavedModel (`tools/saved_model_predict.py`) and must give the CLI's decodes,
-also for an input longer than the exported length (both truncate it).
+the CLI decodes a file (`infer.gin`) and exports a SavedModel with the
+README's export command (read from README.md; `$MODEL_DIR` is the model's
+directory, the export goes to a temporary one). A fresh Python process in
+which mesh, t5, gin, seqio and this package cannot even be imported loads
+each SavedModel (`tools/saved_model_predict.py`) and must give the CLI's
+decodes, also for an input longer than the exported length (both truncate
+it); the README's decoding command runs as written on one of them.
 """
 
 import concurrent.futures
+import json
 import os
 import subprocess
 import sys
@@ -18,13 +21,17 @@ import sys
 import pytest
 
 import conftest
+import doc_blocks
 from mtf_synthesizer.tools_lib import stock_cli
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
 
 VARIANTS = ("random", "dense", "factorized_random_vanilla", "vanilla")
-BATCH = 4  # the exported batch size (conftest trains with 4 per batch)
+README_EXPORT = doc_blocks.find("README.md", "--mode=export_predict",
+                                program=doc_blocks.CLI)
+README_DECODE = doc_blocks.find("README.md", "saved_model_predict.py")
+(BATCH,) = map(int, README_EXPORT.values("batch_size"))  # the exported batch
 LONG = ("Python's documentation, repeated until it is far longer than the "
         "model's inputs. " * 4)
 INPUTS = ["The \"assert\" statement is a convenient way to insert",
@@ -55,9 +62,10 @@ def exported(trained_models, tmp_path_factory):
                                 length=conftest.LENGTH),
           str(input_file), str(root / variant))
     else:
-      command = stock_cli.export_predict(
-          model_dir, str(root / (variant + "_export")),
-          length=conftest.LENGTH, batch_size=BATCH)
+      command = [stock_cli.cli_path()] + README_EXPORT.substituted({
+          "--export_dir=$MODEL_DIR/export":
+              "--export_dir=" + str(root / (variant + "_export")),
+          "--model_dir=$MODEL_DIR": "--model_dir=" + model_dir})[1:]
     return item, stock_cli.run(command, timeout=900)
 
   jobs = [(v, m) for v in VARIANTS for m in ("decode", "export")]
@@ -101,12 +109,31 @@ def test_long_input_is_truncated_to_the_exported_length(exported, variant):
   assert short["truncated_input"] == INPUTS[0]
 
 
+def test_the_readme_export_has_the_trained_length():
+  for flag in ("input_sequence_length", "target_sequence_length"):
+    assert README_EXPORT.values(flag) == [str(conftest.LENGTH)], flag
+
+
 def test_a_request_holds_at_most_the_exported_batch(exported):
   """One example more than the export's batch size is refused."""
   saved_model = exported["random"]["saved_model"]
+  inputs = (INPUTS * BATCH)[:BATCH + 1]
   proc = subprocess.run(
       [sys.executable, os.path.join(conftest.TOOLS, "saved_model_predict.py"),
-       saved_model, "--batch_size=%d" % (BATCH + 1)] + INPUTS + ["one more"],
+       saved_model, "--batch_size=%d" % (BATCH + 1)] + inputs,
       capture_output=True, text=True, timeout=600)
   assert proc.returncode != 0
   assert "Dataset had more than one element" in proc.stderr
+
+
+def test_readme_decoding_command(exported):
+  """README.md's decoding command, with the SavedModel's folder."""
+  argv = README_DECODE.substituted({
+      "$MODEL_DIR/export/<timestamp>": exported["random"]["saved_model"]})
+  proc = subprocess.run([sys.executable] + argv[1:], cwd=conftest.REPO,
+                        capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, "%s\n%s" % (" ".join(argv),
+                                           proc.stderr[-3000:])
+  (result,) = [json.loads(l) for l in proc.stdout.splitlines()]
+  assert result["input"] == result["truncated_input"] == README_DECODE.argv[-1]
+  assert isinstance(result["output"], str)
