@@ -82,14 +82,15 @@ GRAPH = {
 }
 
 
-def _graph(shapes):
+def _graph(shapes, dtype=tf.float32, resource=None):
+  """A graph of `shapes`' variables (global_step as TF makes it)."""
   g = tf.Graph()
   with g.as_default():
     for name, shape in shapes.items():
       if name == "global_step":
         tf.train.get_or_create_global_step()
       else:
-        tf.get_variable(name, shape=shape)
+        tf.get_variable(name, shape=shape, dtype=dtype, use_resource=resource)
   return g
 
 
@@ -273,18 +274,16 @@ def test_without_a_checkpoint_is_an_error():
 SUMMARY_LINE = "init_from_t5: 6 restored from %s, 3 fresh: "
 
 
-def _restore_as_mesh(graph, checkpoint, dtype=tf.float32):
+def _restore_as_mesh(graph, checkpoint):
   """What mesh's model_fn does with the mapping, then the session's init.
 
   Args:
     graph: a graph of GRAPH's variables.
     checkpoint: the checkpoint to start from.
-    dtype: the graph variables' dtype (global_step aside).
 
   Returns:
     The variables' values after initialisation, by graph name.
   """
-  del dtype  # the graph was built with it
   with graph.as_default():
     names = {v.op.name for v in tf.global_variables()}
     ckpt_vars = {n for n, _ in tf.train.list_variables(checkpoint)}
@@ -295,17 +294,6 @@ def _restore_as_mesh(graph, checkpoint, dtype=tf.float32):
     with tf.Session() as sess:
       sess.run(tf.global_variables_initializer())
       return {v.op.name: sess.run(v) for v in tf.global_variables()}
-
-
-def _typed_graph(dtype, resource):
-  g = tf.Graph()
-  with g.as_default():
-    for name, shape in GRAPH.items():
-      if name == "global_step":
-        tf.train.get_or_create_global_step()
-      else:
-        tf.get_variable(name, shape=shape, dtype=dtype, use_resource=resource)
-  return g
 
 
 def _stored(path, dtype):
@@ -329,7 +317,7 @@ def _stored(path, dtype):
 def test_restores_across_dtypes_then_prints_the_summary(
     tmp_path, log, capfd, stored, graph_dtype, resource):
   ckpt = _stored(str(tmp_path / "model.ckpt"), stored.as_numpy_dtype)
-  values = _restore_as_mesh(_typed_graph(graph_dtype, resource), ckpt)
+  values = _restore_as_mesh(_graph(GRAPH, graph_dtype, resource), ckpt)
   # Every mapped variable holds the checkpoint's value (cast: the values
   # are exact in both dtypes), in the graph's dtype.
   for graph_name, source in (("q", "q"), ("kv", "v"), ("kv_slot_vr",
@@ -363,7 +351,7 @@ def test_restores_across_dtypes_then_prints_the_summary(
 
 def test_no_summary_line_when_the_restore_fails(tmp_path, capfd):
   ckpt = _stored(str(tmp_path / "model.ckpt"), np.float32)
-  graph = _typed_graph(tf.bfloat16, False)
+  graph = _graph(GRAPH, tf.bfloat16, False)
   with graph.as_default():
     names = sorted(v.op.name for v in tf.global_variables())
     mapping = {n: checkpoints.vanilla_to_synthesizer(n, checkpoint=ckpt)
