@@ -343,6 +343,10 @@ def _tool_problems(command: doc_blocks.Command) -> List[str]:
           argparse.ArgumentParser, name,
           _parse_and_stop(getattr(argparse.ArgumentParser, name))))
     stack.enter_context(mock.patch.object(sys, "argv", [path] + argv[2:]))
+    # Tools that switch TF to graph mode before main() (tools/benchmark.py)
+    # must not switch this process: later tests need TF's eager default.
+    stack.enter_context(mock.patch(
+        "tensorflow.compat.v1.disable_v2_behavior", lambda: None))
     stack.enter_context(contextlib.redirect_stderr(err))
     stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     try:

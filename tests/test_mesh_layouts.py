@@ -34,6 +34,7 @@ import mesh_tensorflow as mtf
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
+from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
@@ -141,8 +142,11 @@ def _run(mesh_shape: str, layout: str, num_devices: int,
              "decoded": lowering.export_to_tf_tensor(decoded),
              "grads": {v.name: lowering.export_to_tf_tensor(g)
                        for v, g in zip(variables, grads)},
+             # The training step's (not the decoding loop's, which v1
+             # control flow builds into this graph and cannot fetch).
              "relu_inputs": [op.inputs[0] for op in tf_graph.get_operations()
-                             if op.type == "Relu"]}
+                             if op.type == "Relu" and
+                             not control_flow_util.IsInWhileLoop(op)]}
     masters = {v.name: v.get_master() for v in graph.all_variables}
     loaders = {}  # placeholder -> value, and "ops" -> the assign ops
     for name, master in masters.items():
