@@ -22,6 +22,7 @@ GIN_DIR = gin_path.GIN_DIR
 gin.add_config_file_search_path(GIN_DIR)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions
 from mtf_synthesizer import checkpoints
 from mtf_synthesizer import determinism
 from mtf_synthesizer import encoder_classifier
@@ -31,7 +32,6 @@ from mtf_synthesizer import local_conv
 from mtf_synthesizer import optimize
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
 from mtf_synthesizer.layer import SynthesizerAttention
 from mtf_synthesizer.linformer import LinformerAttention
 from mtf_synthesizer.local_attention import WindowedSelfAttention

@@ -40,8 +40,8 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import t5.models
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import gin_path
-from mtf_synthesizer import variants
 
 INIT_FROM_T5_GIN = "synthesizer/init_from_t5.gin"
 
@@ -52,7 +52,7 @@ def variant_gin_file(variant: Optional[str]) -> Optional[str]:
   Args:
     variant: a variant's name (`random_vanilla`, the stem of its file under
       `gin/synthesizer/`) or paper label (`R+V`); None or
-      `variants.MESH_ATTENTION.name` for mesh's own attention.
+      `attentions.MESH_SELF_ATTENTION.name` for mesh's own attention.
 
   Returns:
     "synthesizer/<name>.gin", or None for mesh's own attention.
@@ -66,7 +66,7 @@ def variant_gin_file(variant: Optional[str]) -> Optional[str]:
     variant = variant[:-len(".gin")]
   if variant.startswith(gin_path.VARIANT_FOLDER + "/"):
     variant = variant[len(gin_path.VARIANT_FOLDER) + 1:]
-  return variants.get(variant).gin_file
+  return attentions.get(variant).gin_file
 
 
 def schedule_with_total_steps(schedule: Any, total_train_steps: int) -> Any:

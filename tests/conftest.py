@@ -45,8 +45,9 @@ def _check_installed_hook():
 _check_installed_hook()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 from t5_tasks import vocabulary
 
 
@@ -57,8 +58,8 @@ def pytest_configure(config):
       "each); `make test-fast` leaves them out")
 
 
-VARIANTS = variants.NAMES
-T5_VANILLA = variants.MESH_ATTENTION.name  # no variant file
+VARIANTS = attentions.VARIANT_NAMES
+T5_VANILLA = attentions.MESH_SELF_ATTENTION.name  # no variant file
 TRAIN_STEPS = 2
 LENGTH = 64
 
@@ -68,13 +69,13 @@ def trained_models(tmp_path_factory):
   """Trains every variant and a plain T5 model for TRAIN_STEPS steps.
 
   Returns:
-    name -> (model_dir, stock_cli.Result).
+    name -> (model_dir, runner.Result).
   """
   root = tmp_path_factory.mktemp("trained")
 
   def train(name):
     model_dir = str(root / name)
-    result = stock_cli.run(stock_cli.local_train(
+    result = runner.run(commands.local_train(
         model_dir, name, steps=TRAIN_STEPS, length=LENGTH), timeout=900)
     return name, (model_dir, result)
 

@@ -369,7 +369,7 @@ def drop(argv: Sequence[str], *markers: str) -> List[str]:
 
 
 def to_stock_command(argv: Sequence[str], env: Mapping[str, str]):
-  """A stock-CLI argv as a `stock_cli.Command` (the same flags, in order).
+  """A stock-CLI argv as a `commands.Command` (the same flags, in order).
 
   The CLI's repeated flags keep their order; the others go to `flags`.
 
@@ -378,9 +378,9 @@ def to_stock_command(argv: Sequence[str], env: Mapping[str, str]):
     env: environment assignments.
 
   Returns:
-    A `stock_cli.Command` that runs the installed CLI.
+    A `commands.Command` that runs the installed CLI.
   """
-  from mtf_synthesizer.tools_lib import stock_cli  # pylint: disable=g-import-not-at-top
+  from mtf_synthesizer.jobs import commands  # pylint: disable=g-import-not-at-top
   assert os.path.basename(argv[0]) == CLI, argv
   fields = {"model_dir": [], "module_import": [], "gin_file": [],
             "gin_param": []}
@@ -393,6 +393,6 @@ def to_stock_command(argv: Sequence[str], env: Mapping[str, str]):
     else:
       flags.append(arg)
   (model_dir,) = fields["model_dir"]
-  return stock_cli.Command(
+  return commands.Command(
       model_dir, fields["gin_file"], fields["gin_param"],
       module_imports=fields["module_import"], flags=flags, env=dict(env))

@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""The attention pictures (tools_lib.pictures) against independent sums.
+"""The attention pictures (workbench.pictures) against independent sums.
 
 Fast tests write synthetic checkpoints (tf.train.Saver, the layer's variable
 names and shapes) and compare the tool's softmax(R), softmax(R1 R2^T), causal
@@ -20,7 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
-from mtf_synthesizer.tools_lib import pictures as ap
+from workbench import pictures as ap
 
 # The tests on models trained through the stock CLI are marked slow
 # (`make test-fast` skips them).

@@ -18,9 +18,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import doc_blocks
+from mtf_synthesizer import attentions
 from mtf_synthesizer import gin_path
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -39,7 +40,7 @@ _RUNS = {
     "local_attention": {},
     "linformer": {
         "mixture": "listops",
-        "base_gin_files": [stock_cli.DATASET_GIN, stock_cli.TINY_MODEL_GIN,
+        "base_gin_files": [commands.DATASET_GIN, commands.TINY_MODEL_GIN,
                            "experiments/_encoder_classifier.gin"],
         "gin_params": ["LinformerAttention.k = %d" % K],
         "env": {"MTF_SYNTH_VOCAB": "byte"}},
@@ -84,11 +85,11 @@ def trained(tmp_path_factory):
           "train_steps = 300": "train_steps = %d" % STEPS,
       }), documented.full_env())
     else:
-      command = stock_cli.local_train(
-          model_dir, variants.MESH_ATTENTION.name, STEPS, length=LENGTH,
+      command = commands.local_train(
+          model_dir, attentions.MESH_SELF_ATTENTION.name, STEPS, length=LENGTH,
           batch_size=2, dims={"num_layers": 1},
           gin_files=["baselines/%s.gin" % name], **_RUNS[name])
-    return name, (model_dir, stock_cli.run(command, timeout=900))
+    return name, (model_dir, runner.run(command, timeout=900))
 
   # Most of each run is single-threaded start-up and graph building.
   with concurrent.futures.ThreadPoolExecutor(max_workers=len(_RUNS)) as pool:

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from mtf_synthesizer.tools_lib import benchmark_report
-from mtf_synthesizer.tools_lib import benchmarking
+from workbench import benchmark_report
+from workbench import benchmarking
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                       "tools", "benchmark.py")

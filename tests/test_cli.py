@@ -24,9 +24,11 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import doc_blocks
+from mtf_synthesizer import attentions
 from mtf_synthesizer import cli_checks
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import events
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -38,15 +40,15 @@ INPUTS = ["The \"assert\" statement is a convenient way to insert",
           "A class definition defines a class object."]
 _GIN_DIR = os.path.join(cli_checks.GIN_DIR, "synthesizer")
 # T5's own attention (no variant file) and the Random Synthesizer.
-VARIANTS = [variants.MESH_ATTENTION.name, "random"]
+VARIANTS = [attentions.MESH_SELF_ATTENTION.name, "random"]
 _DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2}
 QUICKSTART = "docs/quickstart.md"
 
 
-def command(model_dir, variant=variants.MESH_ATTENTION.name, gin_files=(),
+def command(model_dir, variant=attentions.MESH_SELF_ATTENTION.name, gin_files=(),
             gin_params=()):
   """A stock CLI command for the tiny model (the bad command lines)."""
-  return stock_cli.local_train(model_dir, variant, STEPS, length=SEQ,
+  return commands.local_train(model_dir, variant, STEPS, length=SEQ,
                                dims=_DIMS, gin_files=gin_files,
                                gin_params=gin_params)
 
@@ -72,7 +74,7 @@ def quickstart(model_dir, variant, marker="synthesizer/random.gin",
       "train_steps = 300": "train_steps = %d" % STEPS,
       "save_checkpoints_steps = 300": "save_checkpoints_steps = %d" % STEPS,
   }, **replacements))
-  if variant == variants.MESH_ATTENTION.name:
+  if variant == attentions.MESH_SELF_ATTENTION.name:
     argv = doc_blocks.drop(argv, "--gin_file=synthesizer/random.gin",
                            "SynthesizerAttention.max_length")
   else:
@@ -87,7 +89,7 @@ def quickstart_eval(model_dir, variant):
 
 
 def run(cmd):
-  return stock_cli.run(cmd, timeout=900)
+  return runner.run(cmd, timeout=900)
 
 
 def _tail(proc, n=3000):
@@ -97,7 +99,7 @@ def _tail(proc, n=3000):
 def _scalars(event_dir):
   """{tag: [(step, value)]}, read with stock_cli's event-file reader."""
   return {tag: [(step, value) for step, _, value in points]
-          for tag, points in stock_cli.read_scalars(event_dir).items()}
+          for tag, points in events.read_scalars(event_dir).items()}
 
 
 def _parallel(fn, items, workers=2):
@@ -145,7 +147,7 @@ def test_train_writes_a_checkpoint(runs, variant):
   embedding = [s for n, s in names.items() if n.startswith("shared/embedding")
                and "slot" not in n]
   assert embedding and 359 <= embedding[0][0] < 512
-  attention = ("SelfAttention" if variant == variants.MESH_ATTENTION.name
+  attention = ("SelfAttention" if variant == attentions.MESH_SELF_ATTENTION.name
                else "SynthesizerAttention")
   assert any("encoder/block_000/layer_000/%s/" % attention in n for n in names)
   if variant == "random":
@@ -199,15 +201,15 @@ def test_eval_scores_one_checkpoint_on_the_same_examples(runs, tmp_path):
   # stock_cli seeds it: evaluations of one checkpoint agree.
   trained = str(runs["root"] / "random")
   assert runs["after"][("random", "eval")].returncode == 0
-  seeds = {"seeded_a": stock_cli.EVAL_DATA_SEED,
-           "seeded_b": stock_cli.EVAL_DATA_SEED, "t5_a": None, "t5_b": None}
+  seeds = {"seeded_a": commands.EVAL_DATA_SEED,
+           "seeded_b": commands.EVAL_DATA_SEED, "t5_a": None, "t5_b": None}
 
   def evaluate(name):
     model_dir = str(tmp_path / name)
     shutil.copytree(trained, model_dir, ignore=shutil.ignore_patterns(
         "eval_*"))
     proc = run(quickstart_eval(model_dir, "random").extended(
-        gin_params=stock_cli.eval_seed_params(seeds[name])))
+        gin_params=commands.eval_seed_params(seeds[name])))
     assert proc.returncode == 0, _tail(proc)
     return _neg_log_perplexity(model_dir)
 

@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """Stock CLI: one training step on mesh model:2,batch:2 = on one device.
 
-Runs the check of tools/cli_mesh_check.py (`tools_lib.mesh_check`) for one
+Runs the check of tools/cli_mesh_check.py (`workbench.mesh_check`) for one
 variant (R+V: a mixture, with a position-indexed table and the dot product,
 both split by heads) on 4 logical CPU devices (MTF_SYNTH_CPU_DEVICES); the
 tool checks all ten (`python tools/cli_mesh_check.py`), about 2-3 minutes
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mtf_synthesizer import cpu_devices
-from mtf_synthesizer.tools_lib import mesh_check
+from workbench import mesh_check
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow

@@ -22,10 +22,10 @@ import tensorflow.compat.v1 as tf
 import decode_harness as dh
 import layer_harness
 import mtf_synthesizer as ms
+from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import reference as ref
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
 
 HEADS, DK = 2, 4
 
@@ -107,10 +107,10 @@ def _layer(components, max_length):
 
 
 @pytest.mark.parametrize("max_length", [dh.LENGTH, 12])
-@pytest.mark.parametrize("name", variants.NAMES)
+@pytest.mark.parametrize("name", attentions.VARIANT_NAMES)
 def test_stepped_decoding_is_the_full_pass(name, max_length):
   run = dh.run_language_model([
-      _layer(variants.get(name).components, max_length),
+      _layer(attentions.get(name).components, max_length),
       transformer_layers.DenseReluDense(hidden_size=2 * dh.D_MODEL)])
   dh.check_causal(run)
   dh.check_decodes_are_the_full_pass(run)

@@ -63,7 +63,7 @@ from t5.models import mesh_transformer_main  # defines the CLI's flags
 import conftest
 import doc_blocks
 from mtf_synthesizer import gin_path
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
 import t5_tasks  # pylint: disable=unused-import  (registers the tasks)
 from t5_tasks import pydocs
 
@@ -207,8 +207,8 @@ def _matches(command: doc_blocks.Command, key) -> bool:
   return command.block.doc == doc and marker in " ".join(command.argv)
 
 
-def _ids(commands: Sequence[doc_blocks.Command]) -> List[str]:
-  return ["%s-%s" % (c.where, c.program) for c in commands]
+def _ids(found: Sequence[doc_blocks.Command]) -> List[str]:
+  return ["%s-%s" % (c.where, c.program) for c in found]
 
 
 # --- the documents' blocks -------------------------------------------------
@@ -525,7 +525,7 @@ def _run(argv: Sequence[str], env: Optional[Dict[str, str]] = None,
                         stderr=subprocess.STDOUT, text=True, errors="replace",
                         cwd=cwd, env=dict(os.environ, **(env or {})),
                         timeout=900, check=False)
-  return Run(stock_cli.format_command(argv), proc.returncode, proc.stdout)
+  return Run(commands.format_command(argv), proc.returncode, proc.stdout)
 
 
 def _saved_model(export_dir: str) -> str:
@@ -536,7 +536,7 @@ def _saved_model(export_dir: str) -> str:
 def _cli_argv(command: doc_blocks.Command,
               replacements: Dict[str, str]) -> List[str]:
   """A CLI command with the replacements, run by the installed CLI."""
-  return [stock_cli.cli_path()] + command.substituted(replacements)[1:]
+  return [commands.cli_path()] + command.substituted(replacements)[1:]
 
 
 def _python_block(block: doc_blocks.Block, replacements: Dict[str, str],

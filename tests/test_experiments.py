@@ -14,9 +14,10 @@ import seqio
 
 import conftest
 import mtf_synthesizer
-from mtf_synthesizer import baselines
-from mtf_synthesizer.tools_lib import stock_cli
-from mtf_synthesizer.tools_lib import tpu_jobs
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import cloud_tpu
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 import t5.models
 import t5_tasks  # pylint: disable=unused-import
 
@@ -56,9 +57,9 @@ def _lengths(experiment):
   return {"inputs": inputs, "targets": targets}
 
 
-@pytest.mark.parametrize("name", sorted(tpu_jobs.EXPERIMENTS))
+@pytest.mark.parametrize("name", sorted(cloud_tpu.EXPERIMENTS))
 def test_experiment_file_matches_the_tool_and_registry(name):
-  experiment = tpu_jobs.EXPERIMENTS[name]
+  experiment = cloud_tpu.EXPERIMENTS[name]
   _parse(experiment.gin_file, "synthesizer/random.gin")
   assert gin.query_parameter("utils.run.model_type") == experiment.model_type
   mixture = gin.query_parameter("%MIXTURE_NAME")
@@ -71,7 +72,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
   assert gin.query_parameter("SynthesizerAttention.max_length") == max(
       n for n in experiment.train_lengths if n)
   assert gin.query_parameter("utils.run.batch_size") == (
-      "tokens_per_batch", tpu_jobs.TOKENS_PER_BATCH)
+      "tokens_per_batch", cloud_tpu.TOKENS_PER_BATCH)
   # The T5 model file keeps its size: the experiment file sets none.
   assert gin.query_parameter("%d_model") == 768
   # The evaluated split exists (TFDS facts for the builders whose splits
@@ -82,7 +83,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
 
 
 def test_c4_then_glue_super_glue_finetune_file():
-  experiment = tpu_jobs.EXPERIMENTS["c4_glue_superglue"]
+  experiment = cloud_tpu.EXPERIMENTS["c4_glue_superglue"]
   _parse(experiment.gin_file)
   assert gin.query_parameter("utils.run.train_steps") == 2 ** 19
   gin.clear_config()
@@ -99,7 +100,7 @@ def test_c4_then_glue_super_glue_finetune_file():
 
 @pytest.mark.parametrize("name", ["ag_news", "imdb"])
 def test_encoder_classifier_files(name):
-  _parse(tpu_jobs.EXPERIMENTS[name].gin_file,
+  _parse(cloud_tpu.EXPERIMENTS[name].gin_file,
          "synthesizer/factorized_random.gin")
   assert gin.query_parameter("utils.run.model_type") == "aligned"
   assert gin.query_parameter("mesh_train_dataset_fn.pack") is False
@@ -117,35 +118,35 @@ def test_factorized_random_keeps_k_8_elsewhere():
 def test_paper_commands_cover_every_table_and_variant(capsys):
   assert conftest.run_tool("paper_commands.py", []) == 0
   text = capsys.readouterr().out
-  for table, experiments in tpu_jobs.TABLE_EXPERIMENTS.items():
+  for table, experiments in cloud_tpu.TABLE_EXPERIMENTS.items():
     for experiment in experiments:
-      for variant in tpu_jobs.TABLE_VARIANTS[table]:
-        header = "# %s, variant %s" % (tpu_jobs.EXPERIMENTS[experiment].paper,
+      for variant in cloud_tpu.TABLE_VARIANTS[table]:
+        header = "# %s, variant %s" % (cloud_tpu.EXPERIMENTS[experiment].paper,
                                        variant)
         assert header in text, header
   # Shell variables are left for the shell to expand.
   assert '"--tpu=${TPU}"' in text and "\\$" not in text
   # Table 4 is the C4 pretraining alone; Tables 5-6 finetune on GLUE too.
-  table4 = "\n".join(tpu_jobs.table_commands("Table 4", ["random"]))
+  table4 = "\n".join(cloud_tpu.table_commands("Table 4", ["random"]))
   assert "glue_super_glue_finetune.gin" not in table4
-  table56 = "\n".join(tpu_jobs.table_commands("Tables 5-6", ["random"]))
+  table56 = "\n".join(cloud_tpu.table_commands("Tables 5-6", ["random"]))
   assert "experiments/glue_super_glue_finetune.gin" in table56
   # The baseline rows (tests/test_tpu_job.py checks their commands).
-  for table, names in tpu_jobs.TABLE_BASELINES.items():
-    for experiment in tpu_jobs.TABLE_EXPERIMENTS[table]:
+  for table, names in cloud_tpu.TABLE_BASELINES.items():
+    for experiment in cloud_tpu.TABLE_EXPERIMENTS[table]:
       for name in names:
         header = "# %s, baseline %s (%s)" % (
-            tpu_jobs.EXPERIMENTS[experiment].paper, name,
-            baselines.get(name).label)
+            cloud_tpu.EXPERIMENTS[experiment].paper, name,
+            attentions.get(name).label)
         assert header in text, header
   assert "baseline linformer" in text and "baseline dynamic_conv" in text
 
 
 def _printed_job(table, baseline, experiment):
   """The first command of a baseline's job, as printed for `table`."""
-  header = "# %s, baseline %s (%s)" % (tpu_jobs.EXPERIMENTS[experiment].paper,
+  header = "# %s, baseline %s (%s)" % (cloud_tpu.EXPERIMENTS[experiment].paper,
                                        baseline.name, baseline.label)
-  lines = tpu_jobs.table_commands(table, baseline_names=[baseline.name])
+  lines = cloud_tpu.table_commands(table, baseline_names=[baseline.name])
   return shlex.split(lines[lines.index(header) + 1].replace("\\\n", " "))
 
 
@@ -158,12 +159,12 @@ def test_printed_baseline_command_configures_the_baseline(table, label,
                                                            experiment):
   # The gin files and bindings of the printed training command, parsed as
   # the CLI would (after T5's model file, its own experiment file).
-  argv = _printed_job(table, baselines.get(label), experiment)
+  argv = _printed_job(table, attentions.get(label), experiment)
   files = [a.split("=", 1)[1] for a in argv if a.startswith("--gin_file=")]
   params = [a.split("=", 1)[1] for a in argv if a.startswith("--gin_param=")]
   gin.parse_config_files_and_bindings(files, params)
   assert gin.query_parameter("%MIXTURE_NAME") == (
-      tpu_jobs.EXPERIMENTS[experiment].train_mixture)
+      cloud_tpu.EXPERIMENTS[experiment].train_mixture)
   stack = "transformer.make_layer_stack.layers"
   if label == "Linformer":
     # The encoder-only model's one stack; the paper's k.
@@ -188,16 +189,16 @@ _LENGTH = 64
 def classifier(tmp_path_factory):
   """Trains an encoder-only FR classifier on ListOps, then decodes."""
   model_dir = str(tmp_path_factory.mktemp("classifier"))
-  command = stock_cli.local_train(
+  command = commands.local_train(
       model_dir, "factorized_random", _CLASSIFIER_STEPS, mixture="listops",
       length=_LENGTH, batch_size=8, dims=_TINY,
       base_gin_files=["experiments/_encoder_classifier.gin"],
       env={"MTF_SYNTH_VOCAB": "byte"})
-  train = stock_cli.run(command, timeout=900)
+  train = runner.run(command, timeout=900)
   evaluation = None
   if train.returncode == 0:
-    evaluation = stock_cli.run(
-        stock_cli.decode_eval(command, _CLASSIFIER_STEPS), timeout=900)
+    evaluation = runner.run(
+        commands.decode_eval(command, _CLASSIFIER_STEPS), timeout=900)
   return model_dir, train, evaluation
 
 
@@ -262,9 +263,9 @@ def test_score_mode_scores_each_pair(trained_models, tmp_path, variant):
   inputs.write_text("\n".join(_SCORE_INPUTS) + "\n")
   targets.write_text("\n".join(_SCORE_TARGETS) + "\n")
   scores = tmp_path / "scores"
-  train_command = stock_cli.local_train(
+  train_command = commands.local_train(
       model_dir, variant, steps=conftest.TRAIN_STEPS, length=conftest.LENGTH)
-  command = stock_cli.score(
+  command = commands.score(
       train_command, str(inputs), str(targets), str(scores),
       conftest.TRAIN_STEPS).extended(gin_params=[
           # mesh 0.1.21 cannot write the example text when the vocabulary
@@ -273,7 +274,7 @@ def test_score_mode_scores_each_pair(trained_models, tmp_path, variant):
           "save_scores.save_example_text = False",
           "utils.get_variable_dtype.slice_dtype = 'float32'",
           "utils.get_variable_dtype.activation_dtype = 'float32'"])
-  proc = stock_cli.run(command, timeout=900)
+  proc = runner.run(command, timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]
   with open(str(scores) + ".scores") as f:
     values = [float(v) for v in f.read().split()]

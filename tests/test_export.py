@@ -22,7 +22,8 @@ import pytest
 
 import conftest
 import doc_blocks
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -57,16 +58,16 @@ def exported(trained_models, tmp_path_factory):
     model_dir, trained = trained_models[variant]
     assert trained.returncode == 0, trained.stderr[-3000:]
     if mode == "decode":
-      command = stock_cli.infer(
-          stock_cli.local_train(model_dir, variant, conftest.TRAIN_STEPS,
+      command = commands.infer(
+          commands.local_train(model_dir, variant, conftest.TRAIN_STEPS,
                                 length=conftest.LENGTH),
           str(input_file), str(root / variant))
     else:
-      command = [stock_cli.cli_path()] + README_EXPORT.substituted({
+      command = [commands.cli_path()] + README_EXPORT.substituted({
           "--export_dir=$MODEL_DIR/export":
               "--export_dir=" + str(root / (variant + "_export")),
           "--model_dir=$MODEL_DIR": "--model_dir=" + model_dir})[1:]
-    return item, stock_cli.run(command, timeout=900)
+    return item, runner.run(command, timeout=900)
 
   jobs = [(v, m) for v in VARIANTS for m in ("decode", "export")]
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -14,7 +14,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -77,7 +78,7 @@ def _assert_restored_everything(proc, init, model_dir):
 def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
   model_dir = str(tmp_path / "rv")
   init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
-  proc = stock_cli.run(stock_cli.local_train(
+  proc = runner.run(commands.local_train(
       model_dir, "random_vanilla", steps=STEPS + 1, gin_files=[INIT],
       gin_params=["utils.run.init_checkpoint = '%s'" % init, NO_DECAY]),
                        timeout=900)
@@ -132,7 +133,7 @@ def test_missing_mapped_names_fail_with_their_names(pretrained, tmp_path):
   broken = _without(init, [ATTN + "SelfAttention/k", slot],
                     str(tmp_path / "broken.ckpt"))
   model_dir = str(tmp_path / "rv")
-  proc = stock_cli.run(stock_cli.local_train(
+  proc = runner.run(commands.local_train(
       model_dir, "random_vanilla", steps=STEPS + 1, gin_files=[INIT],
       gin_params=["utils.run.init_checkpoint = '%s'" % broken]), timeout=900)
   assert proc.returncode != 0
@@ -152,13 +153,13 @@ def test_missing_mapped_names_fail_with_their_names(pretrained, tmp_path):
 def test_synthesizer_finetunes_on_another_task(pretrained, tmp_path, mapping):
   """R pretrained on span corruption, finetuned on listops.
 
-  Plain `utils.run.init_checkpoint` (as tools_lib.tpu_jobs finetunes) and
+  Plain `utils.run.init_checkpoint` (as jobs.cloud_tpu finetunes) and
   with `synthesizer/init_from_t5.gin`, which restores everything under its
   own names.
   """
   model_dir = str(tmp_path / "r_listops")
   init = os.path.join(pretrained["random"], "model.ckpt-%d" % STEPS)
-  proc = stock_cli.run(stock_cli.local_train(
+  proc = runner.run(commands.local_train(
       model_dir, "random", steps=STEPS + 1, mixture="listops",
       gin_files=[INIT] if mapping else [],
       gin_params=["utils.run.init_checkpoint = '%s'" % init], env=BYTES),
@@ -225,7 +226,7 @@ def test_bfloat16_checkpoint_into_a_float32_run(pretrained, tmp_path):
   source = _values(pretrained["vanilla"], STEPS)
   stored = {n: v.dtype for n, v in source.items()}
   assert any(d == tf.bfloat16.as_numpy_dtype for d in stored.values())
-  proc = stock_cli.run(stock_cli.local_train(
+  proc = runner.run(commands.local_train(
       model_dir, "random_vanilla", steps=STEPS + 1, gin_files=[INIT],
       gin_params=["utils.run.init_checkpoint = '%s'" % init, NO_DECAY,
                   "utils.get_variable_dtype.master_dtype = 'float32'"]),

@@ -13,12 +13,11 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import pytest
 
 import mtf_synthesizer as ms
-from mtf_synthesizer import baselines
+from mtf_synthesizer import attentions
 from mtf_synthesizer import gin_path
 from mtf_synthesizer import linformer
 from mtf_synthesizer import local_attention
 from mtf_synthesizer import local_conv
-from mtf_synthesizer import variants
 import t5.models
 
 # The stock CLI's search path: mesh's and t5's gin folders.
@@ -112,11 +111,11 @@ def test_inherited_settings_it_honours_build():
 
 def test_every_variant_file_has_a_row_and_every_row_a_file():
   files = set(gin_path.gin_files("synthesizer"))
-  assert files - set(variants.EXTRA_GIN_FILES) == set(variants.NAMES)
-  assert set(variants.EXTRA_GIN_FILES) <= files
+  assert files - set(attentions.EXTRA_GIN_FILES) == set(attentions.VARIANT_NAMES)
+  assert set(attentions.EXTRA_GIN_FILES) <= files
 
 
-@pytest.mark.parametrize("variant", variants.VARIANTS, ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", attentions.VARIANTS, ids=lambda v: v.name)
 def test_variant_file_builds_the_components_of_its_row(variant):
   for name, layers in _stacks(variant.gin_file).items():
     synth = layers[0].synthesizer
@@ -135,7 +134,7 @@ def test_readme_variant_table_follows_the_variant_table():
             if line.startswith("| ") and "`synthesizer/" in line and
             ".gin` |" in line and "init_from_t5" not in line]
   by_file = {cells[3].strip().strip("`"): cells for cells in rows}
-  listed = [v for v in variants.VARIANTS if v.in_paper]
+  listed = [v for v in attentions.VARIANTS if v.in_paper]
   assert len(rows) == len(listed) == len(by_file)
   for variant in listed:
     cells = by_file[variant.gin_file]
@@ -157,10 +156,10 @@ _CONVOLUTIONS = {
 
 
 def test_every_baseline_file_has_a_row_and_every_row_a_file():
-  assert sorted(gin_path.gin_files("baselines")) == sorted(baselines.NAMES)
-  assert sorted(_BASELINES) == sorted(baselines.NAMES)
-  for baseline in baselines.BASELINES:
-    assert baselines.get(baseline.label) is baseline
+  assert sorted(gin_path.gin_files("baselines")) == sorted(attentions.BASELINE_NAMES)
+  assert sorted(_BASELINES) == sorted(attentions.BASELINE_NAMES)
+  for baseline in attentions.BASELINES:
+    assert attentions.get(baseline.label) is baseline
     assert os.path.exists(os.path.join(gin_path.GIN_DIR, baseline.gin_file))
 
 
@@ -172,7 +171,7 @@ def test_baseline_file_builds_its_layer_in_the_stacks_it_applies_to(name):
   assert type(stacks["lm"][0]) is layer
   decoder = stacks["decoder"]
   assert isinstance(decoder[1], transformer_layers.EncDecAttention)
-  if not baselines.get(name).causal:  # the decoder keeps self-attention
+  if not attentions.get(name).causal:  # the decoder keeps self-attention
     assert type(decoder[0]) is transformer_layers.SelfAttention
     assert stacks["encoder"][0].relative_attention_type is None
     return

@@ -26,15 +26,15 @@ import mesh_tensorflow as mtf
 import pytest
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import comm_audit as audit_lib
+from workbench import comm_audit as audit_lib
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
 
-VARIANTS = variants.NAMES
+VARIANTS = attentions.VARIANT_NAMES
 MESHES = audit_lib.MESHES
 # Packed examples (the synthesizers gather their tables per example) on the
 # mesh with both axes, for variants that between them use every gathered

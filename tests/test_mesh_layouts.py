@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """Model-parallel layouts compute what one device computes.
 
-A tiny T5-style Bitransformer (`tools_lib.tiny_model`) is configured through
+A tiny T5-style Bitransformer (`workbench.tiny_model`) is configured through
 gin, as the stock CLI configures it (mesh's defaults.gin, T5's bi_v1
 settings, then a variant file from gin/synthesizer/), and built on
 PlacementMeshImpl meshes of 4 logical CPU devices with the TPU layout rules
@@ -36,10 +36,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tiny_model
+from workbench import tiny_model
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -49,8 +49,8 @@ NUM_DEVICES = 4
 LAYOUT = mesh_defaults.layout_rules()
 MESHES = ("model:2,batch:2", "model:4")
 BATCH, LENGTH, VOCAB = tiny_model.BATCH, tiny_model.LENGTH, tiny_model.VOCAB
-VARIANTS = sorted(variants.NAMES)
-MESH_SELF_ATTENTION = variants.MESH_ATTENTION.name
+VARIANTS = sorted(attentions.VARIANT_NAMES)
+MESH_SELF_ATTENTION = attentions.MESH_SELF_ATTENTION.name
 # Smooth feed-forward layers (see module doc).
 SMOOTH_FEED_FORWARD = 'DenseReluDense.activation = "gelu"'
 # Rounding moves a pre-activation of this model by about 1e-7; the smallest
@@ -225,7 +225,7 @@ def test_same_loss_gradients_and_decodes_as_one_device(
 # summed over the batch shards (a slice-by-slice gradient is not). Every
 # variant with a function that indexes positions.
 PACKED_VARIANTS = [
-    v.name for v in variants.VARIANTS
+    v.name for v in attentions.VARIANTS
     if any(synthesizers.BY_NAME[c].indexes_positions for c in v.components)]
 
 

@@ -21,8 +21,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import events
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -58,7 +60,7 @@ def resumed(trained_models, tmp_path_factory):
   model_dir = str(tmp_path_factory.mktemp("microbatches") / "model")
   shutil.copytree(source, model_dir)
   logits = _set_alpha_logits(model_dir, conftest.TRAIN_STEPS)
-  result = stock_cli.run(stock_cli.local_train(
+  result = runner.run(commands.local_train(
       model_dir, VARIANT, steps=conftest.TRAIN_STEPS + 1,
       length=conftest.LENGTH,
       gin_params=["utils.serialize_num_microbatches."
@@ -78,8 +80,8 @@ def test_mixture_trains_in_microbatches(resumed):
 def test_alpha_of_every_layer_reaches_tensorboard(resumed):
   model_dir, result, logits = resumed
   assert result.returncode == 0, result.stderr[-3000:]
-  scalars = stock_cli.read_scalars(model_dir)
-  components = variants.get(VARIANT).components
+  scalars = events.read_scalars(model_dir)
+  components = attentions.get(VARIANT).components
   assert len(logits) == 4  # 2 encoder, 2 decoder self-attention layers
   for layer, w in logits.items():
     alpha = np.exp(w) / np.exp(w).sum(axis=0, keepdims=True)

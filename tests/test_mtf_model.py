@@ -127,7 +127,7 @@ def test_unknown_variant_lists_the_known_ones(tmp_path):
 
 
 def test_every_variant_file_exists():
-  for name in mtf_synthesizer.variants.NAMES:
+  for name in mtf_synthesizer.attentions.VARIANT_NAMES:
     path = mtf_model.variant_gin_file(name)
     assert os.path.exists(os.path.join(mtf_synthesizer.GIN_DIR, path)), path
 

@@ -21,7 +21,8 @@ import tensorflow.compat.v1 as tf
 
 import graph_order
 from mtf_synthesizer import optimize
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 STEPS = 3
 LEARNING_RATE = 0.01
@@ -335,7 +336,7 @@ _SEED_PARAMS = [
 
 def _train(model_dir, steps, gin_files=()):
   """Trains R by the stock CLI; returns the checkpoint's variables."""
-  proc = stock_cli.run(stock_cli.local_train(
+  proc = runner.run(commands.local_train(
       model_dir, "random", steps, length=_CLI_LENGTH, dims=_CLI_DIMS,
       gin_files=gin_files, gin_params=_SEED_PARAMS), timeout=900)
   assert proc.returncode == 0, proc.stderr[-3000:]

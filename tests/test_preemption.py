@@ -34,7 +34,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import progress
+from mtf_synthesizer.jobs import runner
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -61,11 +63,11 @@ SEEDED = (
     "utils.run.train_model_fn = @mtf_synthesizer.deterministic_train_model",
     "mtf_synthesizer.deterministic_train_model.tf_random_seed = 1",
 )
-STEP_LINE = stock_cli._STEP_LINE  # pylint: disable=protected-access
+STEP_LINE = progress._STEP_LINE  # pylint: disable=protected-access
 
 
 def _command(model_dir: str,
-             gin_params: Sequence[str] = ()) -> stock_cli.Command:
+             gin_params: Sequence[str] = ()) -> commands.Command:
   """The training command of every run here (tiny model, short sequences).
 
   Args:
@@ -75,7 +77,7 @@ def _command(model_dir: str,
   Returns:
     The Command.
   """
-  return stock_cli.local_train(
+  return commands.local_train(
       model_dir, "random", steps=STEPS, length=LENGTH, batch_size=BATCH,
       dims=DIMS,
       gin_params=["utils.run.save_checkpoints_steps = %d" % SAVE_EVERY,
@@ -96,14 +98,14 @@ def _promised(last_step: int) -> List[int]:
 
 
 class Preempted(Exception):
-  """Raised by a line callback; `stock_cli.run` then SIGKILLs the group."""
+  """Raised by a line callback; `runner.run` then SIGKILLs the group."""
 
 
 @dataclasses.dataclass
 class Watch:
   """Collects what a run logs; optionally pre-empts it.
 
-  `stock_cli.run` runs a command with a timeout in its own process group and,
+  `runner.run` runs a command with a timeout in its own process group and,
   when the line callback raises, SIGKILLs that group before re-raising: the
   kill comes the moment the trigger line is read.
 
@@ -147,7 +149,7 @@ class Watch:
       self.skipped = True
 
 
-def _run(command: stock_cli.Command, log_path: str, watch: Watch) -> Watch:
+def _run(command: commands.Command, log_path: str, watch: Watch) -> Watch:
   """Runs a command to its end or to the watch's kill point.
 
   Args:
@@ -159,7 +161,7 @@ def _run(command: stock_cli.Command, log_path: str, watch: Watch) -> Watch:
     The watch, `killed` set if it pre-empted the run.
   """
   try:
-    result = stock_cli.run(command, log_path, on_line=watch, timeout=TIMEOUT)
+    result = runner.run(command, log_path, on_line=watch, timeout=TIMEOUT)
   except Preempted:
     watch.killed = True
     return watch

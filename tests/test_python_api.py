@@ -24,7 +24,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import events
 
 # Trains and decodes through T5's MtfModel: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -138,7 +138,7 @@ def test_mixture_weights_reach_tensorboard_on_cpu(example):
   """alpha per layer and function = softmax(alpha_logits), head average."""
   step = example["checkpoint_step"]
   logits = _values(example["model_dir"], step)
-  scalars = stock_cli.read_scalars(example["model_dir"])
+  scalars = events.read_scalars(example["model_dir"])
   layers = sorted(n[:-len("/alpha_logits")] for n in logits
                   if n.endswith("mixture/alpha_logits"))
   assert len(layers) == 4  # 2 encoder, 2 decoder self-attention layers
@@ -160,7 +160,7 @@ def test_mixture_weights_reach_tensorboard_on_cpu(example):
 
 
 def test_eval_writes_the_task_metric(example):
-  scalars = stock_cli.read_scalars(
+  scalars = events.read_scalars(
       os.path.join(example["model_dir"], "validation_eval"))
   (step, _, accuracy), = scalars["eval/key_value_recall/accuracy"]
   assert step == example["checkpoint_step"] + 1

@@ -25,12 +25,11 @@ import pytest
 
 import conftest
 import mtf_synthesizer as ms
-from mtf_synthesizer import baselines
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import reproduction
-from mtf_synthesizer.tools_lib import source
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import runner
 import t5.models
+from workbench import checkout
+from workbench import reproduction
 
 for _module in (mesh_tensorflow.transformer, t5.models):
   gin.add_config_file_search_path(
@@ -53,14 +52,14 @@ def _clean_gin():
 
 
 def test_models_are_every_variant_and_every_baseline_once():
-  assert [m.name for m in R.MODELS] == list(variants.NAMES) + list(
-      baselines.NAMES)
-  assert sorted(_LAYER) == sorted(baselines.NAMES)
+  assert [m.name for m in R.MODELS] == list(attentions.VARIANT_NAMES) + list(
+      attentions.BASELINE_NAMES)
+  assert sorted(_LAYER) == sorted(attentions.BASELINE_NAMES)
 
 
 def test_only_a_non_causal_baseline_skips_the_language_model():
   skipped = {(t.name, m.name) for t in TASKS for m in R.MODELS
-             if not m.applies_to(t)}
+             if not R.applies_to(m, t)}
   assert skipped == {("lm", "linformer")}
 
 
@@ -68,7 +67,7 @@ def test_every_ordering_names_models_and_a_task_of_the_study():
   for o in R.ORDERINGS:
     assert o.task in R.DEFAULT_TASKS
     for label in (o.better, o.worse):
-      assert R.model(label).applies_to(R.TASKS[o.task]), o
+      assert R.applies_to(R.model(label), R.TASKS[o.task]), o
 
 
 def _stacks_of(command):
@@ -88,13 +87,13 @@ def _stacks_of(command):
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
 def test_each_command_parses_and_puts_the_model_in_the_stack_it_runs(task):
   for model in R.MODELS:
-    if not model.applies_to(task):
+    if not R.applies_to(model, task):
       continue
     command = R.train_command(task, model, "/tmp/unused", seed=7)
     stacks = _stacks_of(command)
     # The stack the task's model is built from.
     stack = stacks["encoder" if task.model == "bitransformer" else "unscoped"]
-    expected = (_LAYER[model.name] if model.baseline
+    expected = (_LAYER[model.name] if model.is_baseline
                 else ms.SynthesizerAttention)
     assert type(stack[0]) is expected, (task.name, model.name)
     assert gin.query_parameter("mesh_train_dataset_fn.seed") == 7
@@ -197,7 +196,7 @@ def test_results_file_kept_elsewhere_is_read_and_guards_its_commit(
   assert "2.200 ± 0.200" in tables
   assert not (out / "results.json").exists()
   # Resuming a record of another commit is refused before any run starts.
-  monkeypatch.setattr(source, "source_commit", lambda: "4567def")
+  monkeypatch.setattr(checkout, "commit", lambda: "4567def")
   monkeypatch.setattr(R, "run_one", mock.Mock(side_effect=AssertionError))
   assert conftest.run_tool("reproduce.py", args) == 2
   assert "holds runs of commit 0123abc, this code is 4567def" in (
@@ -213,7 +212,7 @@ def test_sigterm_kills_the_runs_in_progress_and_records_none(
   def run_one(task, model_, seed, root):
     del root
     started.append(seed)
-    result = stock_cli.run([sys.executable, "-c",
+    result = runner.run([sys.executable, "-c",
                             "import time; time.sleep(120)"])
     return {"task": task.name, "model": model_.name, "seed": seed,
             "status": result.returncode, "log": None, "metric": None}
@@ -224,8 +223,8 @@ def test_sigterm_kills_the_runs_in_progress_and_records_none(
   def stop_when_both_run():
     deadline = time.time() + 60
     while time.time() < deadline:
-      with stock_cli._running_lock:  # pylint: disable=protected-access
-        running = list(stock_cli._running)  # pylint: disable=protected-access
+      with runner._running_lock:  # pylint: disable=protected-access
+        running = list(runner._running)  # pylint: disable=protected-access
       if len(running) == 2:
         processes.extend(running)
         break

@@ -29,7 +29,7 @@ FUNCTIONS = {
 # The compositions checked against the reference: every variant of the
 # table (alternately causal), every function alone, and a three-way mixture.
 _KINDS = list(dict.fromkeys(
-    [v.components for v in ms.variants.VARIANTS] +
+    [v.components for v in ms.attentions.VARIANTS] +
     [(name,) for name in sorted(FUNCTIONS)] +
     [("random", "factorized_dense", "dot_product")]))
 CASES = [(kinds, i % 2 == 1) for i, kinds in enumerate(_KINDS)]

@@ -4,7 +4,7 @@
 
 Also tools/paper_commands.py's baseline rows. The scripts run in process
 (`conftest.run_tool`); the commands they print are composed by
-`mtf_synthesizer.tools_lib.tpu_jobs`.
+`mtf_synthesizer.jobs.cloud_tpu`.
 
 The expectations come from outside the tool: T5's and mtf_synthesizer's gin
 files on disk, the task registry, mesh's own `tpu_mesh_shape`, the paper's
@@ -31,9 +31,8 @@ import gin
 import pytest
 
 import conftest
-from mtf_synthesizer import baselines
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tpu_jobs
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import cloud_tpu
 
 _ROOT = conftest.REPO
 
@@ -185,7 +184,7 @@ def test_gcloud_accelerator(monkeypatch, topology, accelerator, version):
   assert "--version=" + version in gcloud
 
 
-@pytest.mark.parametrize("variant", variants.NAMES)
+@pytest.mark.parametrize("variant", attentions.VARIANT_NAMES)
 def test_every_variant_file_exists_and_follows_model_gin(monkeypatch,
                                                          variant):
   assert os.path.exists(os.path.join(_SYNTH_GIN, "synthesizer",
@@ -239,10 +238,10 @@ def _model_gin_value(path, name):
 @pytest.mark.parametrize("version", ["1.0", "1.1"])
 def test_model_dimensions_match_t5_gin_files(version):
   # The divisibility check uses the heads and d_ff of T5's own files.
-  for size, gin_file in tpu_jobs.MODEL_GIN[version].items():
+  for size, gin_file in cloud_tpu.MODEL_GIN[version].items():
     want = (_model_gin_value(gin_file, "num_heads"),
             _model_gin_value(gin_file, "d_ff"))
-    assert tpu_jobs.MODEL_DIMS[version][size] == want, (version, size)
+    assert cloud_tpu.MODEL_DIMS[version][size] == want, (version, size)
 
 
 def test_indivisible_model_parallelism_is_a_clear_error(capsys):
@@ -269,7 +268,7 @@ def test_mixture_names_are_registered():
   import seqio  # pylint: disable=g-import-not-at-top
   import t5_tasks  # pylint: disable=g-import-not-at-top,unused-import
   names = set()
-  for exp in tpu_jobs.EXPERIMENTS.values():
+  for exp in cloud_tpu.EXPERIMENTS.values():
     names.add(exp.train_mixture)
     if exp.finetune_mixture:
       names.add(exp.finetune_mixture)
@@ -283,13 +282,13 @@ def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
   ok = ["sh", "-c", "echo ran-$0 >> %s; echo out-$0" % log, "a"]
   bad = ["sh", "-c", "echo ran-$0 >> %s; exit 3" % log, "b"]
   never = ["sh", "-c", "echo ran-$0 >> %s" % log, "c"]
-  assert tpu_jobs.run_commands([ok, bad, never]) == 3
+  assert cloud_tpu.run_commands([ok, bad, never]) == 3
   assert log.read_text().split() == ["ran-a", "ran-b"]
   assert "out-a" in capsys.readouterr().out
 
 
 def test_model_type_is_a_real_mesh_model_type():
-  for name, experiment in tpu_jobs.EXPERIMENTS.items():
+  for name, experiment in cloud_tpu.EXPERIMENTS.items():
     assert experiment.model_type in ("bitransformer", "lm", "aligned"), name
     assert experiment.paper.startswith("Table"), name
 
@@ -320,7 +319,7 @@ def _paper_commands(monkeypatch, *args):
 
 
 def _baseline_header(experiment, baseline):
-  return "%s, baseline %s (%s)" % (tpu_jobs.EXPERIMENTS[experiment].paper,
+  return "%s, baseline %s (%s)" % (cloud_tpu.EXPERIMENTS[experiment].paper,
                                    baseline.name, baseline.label)
 
 
@@ -333,27 +332,27 @@ _PAPER_VARIANTS = {"Table 4": {"V", "D", "R", "R+V", "D+V"},
 
 
 def test_table_variants_are_the_papers():
-  labels = {table: {variants.get(name).label for name in names}
-            for table, names in tpu_jobs.TABLE_VARIANTS.items()
+  labels = {table: {attentions.get(name).label for name in names}
+            for table, names in cloud_tpu.TABLE_VARIANTS.items()
             if table in _PAPER_VARIANTS}
   assert labels == _PAPER_VARIANTS
 
 
 def test_table_baselines_are_the_papers():
-  labels = {table: {baselines.get(name).label for name in names}
-            for table, names in tpu_jobs.TABLE_BASELINES.items()}
+  labels = {table: {attentions.get(name).label for name in names}
+            for table, names in cloud_tpu.TABLE_BASELINES.items()}
   assert labels == _PAPER_BASELINES
-  for baseline in baselines.BASELINES:
-    assert set(baseline.paper_tables) <= set(tpu_jobs.TABLE_EXPERIMENTS)
+  for baseline in attentions.BASELINES:
+    assert set(baseline.paper_tables) <= set(cloud_tpu.TABLE_EXPERIMENTS)
 
 
 @pytest.mark.parametrize("table", sorted(_TABLE_JOB_COMMANDS))
 def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
   jobs = _paper_commands(monkeypatch, "--table", table)
-  wanted = [baselines.BY_LABEL[label]
+  wanted = [attentions.get(label)
             for label in sorted(_PAPER_BASELINES[table])]
-  for experiment in tpu_jobs.TABLE_EXPERIMENTS[table]:
-    exp = tpu_jobs.EXPERIMENTS[experiment]
+  for experiment in cloud_tpu.TABLE_EXPERIMENTS[table]:
+    exp = cloud_tpu.EXPERIMENTS[experiment]
     for baseline in wanted:
       gin_file = "baselines/%s.gin" % baseline.name
       assert os.path.exists(os.path.join(_SYNTH_GIN, gin_file))
@@ -377,9 +376,9 @@ def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
         assert _flag(c, "--model_dir").startswith(root)
   # No other baseline rows; the variants' rows are still there.
   assert sum("baseline" in h for h, _ in jobs) == len(
-      wanted) * len(tpu_jobs.TABLE_EXPERIMENTS[table])
+      wanted) * len(cloud_tpu.TABLE_EXPERIMENTS[table])
   assert sum(", variant " in h for h, _ in jobs) == len(
-      tpu_jobs.TABLE_VARIANTS[table]) * len(tpu_jobs.TABLE_EXPERIMENTS[table])
+      cloud_tpu.TABLE_VARIANTS[table]) * len(cloud_tpu.TABLE_EXPERIMENTS[table])
 
 
 def test_paper_commands_print_no_baseline_for_tables_2_3(monkeypatch):
@@ -390,14 +389,14 @@ def test_paper_commands_print_no_baseline_for_tables_2_3(monkeypatch):
 def test_a_baseline_flag_adds_it_to_another_table(monkeypatch):
   jobs = _paper_commands(monkeypatch, "--baseline", "dynamic_conv",
                          "--table", "Table 2-3")
-  dyconv = baselines.get("DyConv")
+  dyconv = attentions.get("DyConv")
   assert [h for h, _ in jobs] == [
       _baseline_header(e, dyconv)
-      for e in tpu_jobs.TABLE_EXPERIMENTS["Table 2-3"]]
-  for (_, cmds), experiment in zip(jobs, tpu_jobs.TABLE_EXPERIMENTS[
+      for e in cloud_tpu.TABLE_EXPERIMENTS["Table 2-3"]]
+  for (_, cmds), experiment in zip(jobs, cloud_tpu.TABLE_EXPERIMENTS[
       "Table 2-3"]):
     assert _gin_files(cmds[0])[1:] == [
-        tpu_jobs.EXPERIMENTS[experiment].gin_file,
+        cloud_tpu.EXPERIMENTS[experiment].gin_file,
         "baselines/dynamic_conv.gin"]
   # The language model evaluates its perplexity, like the variants'.
   (lm1b,) = [c for h, c in jobs if h.startswith("Table 2: LM1B")]
@@ -427,7 +426,7 @@ def test_linformer_in_a_language_model_is_refused(capsys):
   assert "baselines/linformer.gin" in captured.out
   assert "LinformerAttention.k = 32" in captured.out
   with pytest.raises(ValueError, match="not causal"):
-    tpu_jobs.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
+    cloud_tpu.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
                  tpu_topology="2x2", model_size="base", baseline="linformer",
                  experiment="lm1b")
 
@@ -450,7 +449,7 @@ def test_linformer_in_an_encoder_decoder_follows_the_experiment(monkeypatch):
 
 def test_linformer_binds_k_32_in_table_7(monkeypatch):
   jobs = _paper_commands(monkeypatch, "--table", "Table 7")
-  linformer = baselines.get("Linformer")
+  linformer = attentions.get("Linformer")
   for experiment in ("ag_news", "imdb"):
     (cmds,) = [c for h, c in jobs
                if h == _baseline_header(experiment, linformer)]
@@ -476,10 +475,10 @@ def test_variant_and_baseline_are_exclusive(capsys):
   assert "not allowed with" in capsys.readouterr().err
   for kwargs in ({}, {"variant": "random", "baseline": "dynamic_conv"}):
     with pytest.raises(ValueError, match="exactly one"):
-      tpu_jobs.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
+      cloud_tpu.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
                    tpu_topology="2x2", model_size="base", **kwargs)
-  with pytest.raises(ValueError, match="Unknown baseline 'conv'"):
-    tpu_jobs.resolve_attention(baseline="conv")
+  with pytest.raises(ValueError, match="Unknown baseline 'conv'; known: lightweight_conv"):
+    cloud_tpu.resolve_attention(baseline="conv")
 
 
 def _mesh_transformer_flags():
@@ -544,7 +543,7 @@ def test_sigterm_kills_the_command_in_progress_and_starts_no_other(
   stopper = threading.Thread(target=stop_when_running)
   stopper.start()
   begin = time.time()
-  status = tpu_jobs.run_commands([sleeper, never])
+  status = cloud_tpu.run_commands([sleeper, never])
   stopper.join()
   assert status == 128 + signal.SIGTERM
   assert time.time() - begin < 60

@@ -14,8 +14,8 @@ import tensorflow.compat.v1 as tf
 
 import conftest
 import mtf_synthesizer
+from mtf_synthesizer import attentions
 from mtf_synthesizer import reference as ref
-from mtf_synthesizer import variants
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ def _expected(kinds):
   return out
 
 
-VARIANTS = {v.name: _expected(v.components) for v in variants.VARIANTS}
+VARIANTS = {v.name: _expected(v.components) for v in attentions.VARIANTS}
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -70,5 +70,5 @@ def test_every_variant_gin_file_is_tested():
   gin_dir = os.path.join(mtf_synthesizer.GIN_DIR, "synthesizer")
   files = {f[:-4] for f in os.listdir(gin_dir)
            if f.endswith(".gin") and not f.startswith("_")
-           } - set(variants.EXTRA_GIN_FILES)
+           } - set(attentions.EXTRA_GIN_FILES)
   assert files == set(VARIANTS) == set(conftest.VARIANTS)

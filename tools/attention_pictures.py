@@ -10,7 +10,7 @@ attention softmax(R) / softmax(R1 R2^T) per layer and head
 mixture weights (mixture_<model>.png). With --layers=all (the default) the
 model is run by mesh on CPU and every layer is drawn; with --layers=first
 layer 0 of each stack is computed in NumPy from the checkpoint. See
-`mtf_synthesizer/tools_lib/pictures.py` and docs/analysis.md.
+`workbench/pictures.py` and docs/analysis.md.
 
 Usage:
 
@@ -24,7 +24,11 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from mtf_synthesizer.tools_lib import pictures
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from workbench import pictures
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -2,25 +2,25 @@
 # Licensed under the Apache License, Version 2.0.
 r"""Speed and memory of every Synthesizer variant against vanilla attention.
 
-Every variant of `mtf_synthesizer/variants.py`, mesh's own SelfAttention
+Every variant of `mtf_synthesizer/attentions.py`, mesh's own SelfAttention
 (the reference, "V"), the release's synthesize modes and the baselines of
-`mtf_synthesizer/baselines.py` are timed in interleaved rounds at one or
+`mtf_synthesizer/attentions.py` are timed in interleaved rounds at one or
 more data shapes; see docs/benchmark.md, and
-`mtf_synthesizer/tools_lib/benchmarking.py` and `benchmark_report.py` for
+`workbench/benchmarking.py` and `benchmark_report.py` for
 what is measured and how. Writes benchmark.json, benchmark.md and
 benchmark.png to --output_dir. The targets in benchmark_targets.json (beside
 this script) only add verdicts to the report.
 
 Full run (reference, sweep 128-4096, encoder-only, T5-small; see
 docs/benchmark.md for its time):
-  PYTHONPATH=. .venv/bin/python tools/benchmark.py
+  .venv/bin/python tools/benchmark.py
 
 The 8192 x 1 block, in its own process:
-  PYTHONPATH=. .venv/bin/python tools/benchmark.py --no_reference \
+  .venv/bin/python tools/benchmark.py --no_reference \
       --no_enc_dec --no_encoder --lengths 8192 --output_dir runs/bench_8192
 
 Smoke test at tiny shapes (a few minutes; about 10 under a load of 5-10):
-  PYTHONPATH=. .venv/bin/python tools/benchmark.py --quick \
+  .venv/bin/python tools/benchmark.py --quick \
       --output_dir /tmp/bench_quick
 """
 
@@ -31,11 +31,15 @@ import os
 import sys
 from typing import Optional, Sequence
 
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer.tools_lib import benchmark_report
-from mtf_synthesizer.tools_lib import benchmarking
-from mtf_synthesizer.tools_lib import source
+from workbench import benchmark_report
+from workbench import benchmarking
+from workbench import checkout
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.join(TOOLS, "benchmark_targets.json")
@@ -108,12 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         threads=args.threads, quick=args.quick, targets=targets,
         with_plot=not args.no_plot, code=code, optimizer=args.optimizer)
 
-  code, same = source.measured_code(os.path.dirname(TOOLS))
-  if not same:
-    print("benchmark: warning: measuring the mtf_synthesizer package in %s "
-          "(%s), which is not this checkout's working tree; `make install` "
-          "or `PYTHONPATH=.` measures the working tree." % (
-              os.path.dirname(source.PACKAGE_DIR), code), file=sys.stderr)
+  code = "commit %s" % checkout.commit()
   matmul_size = 512 if args.quick else 2048
   peaks = [benchmarking.matmul_peak_flops(matmul_size, threads=args.threads)]
   log("matmul peak %.1f GFLOP/s; memory budget %s" % (

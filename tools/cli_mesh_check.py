@@ -6,7 +6,7 @@ For each variant, a tiny T5 1.1 model is trained through the stock
 `t5_mesh_transformer` for one step from the same checkpoint on one device and
 on mesh `model:2,batch:2` (4 logical CPU devices); the final losses must be
 equal within --rtol. The runs are described in
-`mtf_synthesizer/tools_lib/mesh_check.py`. About 2-3 minutes per variant on
+`workbench/mesh_check.py`. About 2-3 minutes per variant on
 2 cores.
 
 Usage:
@@ -14,21 +14,28 @@ Usage:
 """
 
 import argparse
+import os
 import sys
 import tempfile
 from typing import Optional, Sequence
 
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import mesh_check
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions
+from workbench import checkout
+from workbench import mesh_check
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Checks the variants; returns 1 if any loss differs."""
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  p.add_argument("--variants", default=",".join(variants.NAMES))
+  p.add_argument("--variants", default=",".join(attentions.VARIANT_NAMES))
   p.add_argument("--workdir", default=None)
   p.add_argument("--rtol", type=float, default=1e-4)
   args = p.parse_args(argv)
+  checkout.use_for_subprocesses()
   workdir = args.workdir or tempfile.mkdtemp(prefix="cli_mesh_check_")
   failed = []
   for variant in args.variants.split(","):

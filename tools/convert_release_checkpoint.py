@@ -14,10 +14,17 @@ max_length restores through `utils.run.init_checkpoint`.
     --num_heads=8
 """
 
+import os
+import sys
+
 from absl import app
 from absl import flags
 
-from mtf_synthesizer.tools_lib import release_checkpoint
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import release_checkpoint
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Release checkpoint (prefix or dir).")

@@ -29,9 +29,9 @@ kept in
   * parameters: the sizes of the variables in the final checkpoint, without
     optimizer slots and `global_step`.
 
-Variant names are those of the variant table (`mtf_synthesizer/variants.py`):
+Variant names are those of the variant table (`mtf_synthesizer/attentions.py`):
 `random` is `--gin_file=synthesizer/random.gin`, and a paper label (`R`,
-`R+V`) names the same row. `t5_attention` (`variants.MESH_ATTENTION`) is T5's
+`R+V`) names the same row. `t5_attention` (`attentions.MESH_SELF_ATTENTION`) is T5's
 own attention, mesh's SelfAttention with no variant file, the baseline that
 the default list starts with; `vanilla` is the dot product inside
 SynthesizerAttention (the same math, this package's variable layout). Usage:
@@ -48,17 +48,25 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import events
+from mtf_synthesizer.jobs import progress
+from mtf_synthesizer.jobs import runner
+from workbench import checkout
 
-TASK = stock_cli.SPAN_CORRUPTION
-DEFAULT_VARIANTS = "%s,random,dense" % variants.MESH_ATTENTION.name
+TASK = commands.SPAN_CORRUPTION
+DEFAULT_VARIANTS = "%s,random,dense" % attentions.MESH_SELF_ATTENTION.name
 
 
 def train_command(args: argparse.Namespace, variant: str,
-                  model_dir: str) -> stock_cli.Command:
+                  model_dir: str) -> commands.Command:
   """The stock CLI command that trains one variant."""
-  return stock_cli.local_train(
+  return commands.local_train(
       model_dir, variant, args.train_steps, mixture=TASK,
       length=args.sequence_length, batch_size=args.batch_size,
       dims={"d_model": args.d_model, "d_ff": args.d_ff,
@@ -66,16 +74,16 @@ def train_command(args: argparse.Namespace, variant: str,
             "d_kv": args.d_model // args.num_heads})
 
 
-def summarize(variant: str, train: stock_cli.Result) -> Dict:
+def summarize(variant: str, train: runner.Result) -> Dict:
   """Validation loss, steps/s and parameters of one finished run."""
-  nlp = stock_cli.last_value(stock_cli.eval_scalars(
+  nlp = events.last_value(events.eval_scalars(
       train.model_dir, "eval_%s_validation" % TASK), "neg_log_perplexity")
   return {
       "variant": variant,
       "validation_loss": -nlp if nlp is not None else None,
-      "train_loss": stock_cli.last_value(train.scalars, "loss"),
-      "steps_per_sec": stock_cli.steps_per_sec(train.scalars),
-      "parameters": stock_cli.count_parameters(train.model_dir),
+      "train_loss": events.last_value(train.scalars, "loss"),
+      "steps_per_sec": events.steps_per_sec(train.scalars),
+      "parameters": events.count_parameters(train.model_dir),
   }
 
 
@@ -99,7 +107,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   parser.add_argument("--variants", default=DEFAULT_VARIANTS,
                       help="comma-separated names or labels of the variant "
                       "table; '%s' is T5's own attention (no variant file)"
-                      % variants.MESH_ATTENTION.name)
+                      % attentions.MESH_SELF_ATTENTION.name)
   parser.add_argument("--train_steps", type=int, default=300)
   parser.add_argument("--eval_steps", type=int, default=25,
                       help="validation batches (25 x 16 covers the split)")
@@ -114,21 +122,22 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def _variant_names(text: str) -> List[str]:
   """Table names for a comma-separated list of names or labels."""
-  return [variants.get(v.strip()).name for v in text.split(",") if v.strip()]
+  return [attentions.get(v.strip()).name for v in text.split(",") if v.strip()]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Trains and evaluates every variant; returns 1 if any run failed."""
   args = parse_args(argv)
+  checkout.use_for_subprocesses()
   output_dir = os.path.abspath(args.output_dir)
   try:
     names = _variant_names(args.variants)
   except ValueError as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
-  if not os.path.isfile(stock_cli.cli_path()):
+  if not os.path.isfile(commands.cli_path()):
     print("error: %s not found; run `make install` first."
-          % stock_cli.cli_path(), file=sys.stderr)
+          % commands.cli_path(), file=sys.stderr)
     return 2
   os.makedirs(output_dir, exist_ok=True)
   print("Writing everything under %s" % output_dir)
@@ -145,13 +154,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       shutil.rmtree(model_dir)
     os.makedirs(run_dir, exist_ok=True)
     command = train_command(args, variant, model_dir)
-    train = stock_cli.run_with_progress(
+    train = progress.run_with_progress(
         command, os.path.join(run_dir, "train.log"), "%s train" % variant,
         args.train_steps)
     result = train
     if train.returncode == 0:
-      result = stock_cli.run_with_progress(
-          stock_cli.perplexity_eval(command, args.eval_steps),
+      result = progress.run_with_progress(
+          commands.perplexity_eval(command, args.eval_steps),
           os.path.join(run_dir, "eval.log"), "%s eval" % variant,
           args.train_steps)
     if result.returncode != 0:

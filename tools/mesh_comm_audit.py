@@ -6,7 +6,7 @@ No variant may force an all-gather of a length x length tensor per example.
 For each variant, the tiny T5-style Bitransformer's training step and greedy
 decoding are lowered on meshes of 4 logical devices, and every collective
 is listed with the Mesh TensorFlow tensor it communicates; see
-`mtf_synthesizer/tools_lib/comm_audit.py` for how.
+`workbench/comm_audit.py` for how.
 
 Usage:
   python tools/mesh_comm_audit.py [--variants=random,dense]
@@ -21,15 +21,20 @@ dimension. The exit status is 1 if any variant fails the audit.
 
 import argparse
 import collections
+import os
 import sys
 from typing import Optional, Sequence
 
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import comm_audit
-from mtf_synthesizer.tools_lib import tiny_model
+from workbench import comm_audit
+from workbench import tiny_model
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -37,7 +42,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--variants", default=",".join(comm_audit.VARIANTS),
                       help="comma-separated variant names (and/or %s)" %
-                      variants.MESH_ATTENTION.name)
+                      attentions.MESH_SELF_ATTENTION.name)
   parser.add_argument("--meshes", default=";".join(comm_audit.MESHES),
                       help="semicolon-separated mesh shapes")
   parser.add_argument("--layout", default=mesh_defaults.LAYOUT_RULES)

@@ -27,17 +27,21 @@ Tables 2-3); without `--table`, such a table is left out with a note on
 stderr and the other tables' commands are printed.
 
 The tables' experiments, variants and baselines are in
-`mtf_synthesizer.tools_lib.tpu_jobs` (TABLE_EXPERIMENTS, TABLE_VARIANTS,
-TABLE_BASELINES, the last from `mtf_synthesizer.baselines`).
+`mtf_synthesizer.jobs.cloud_tpu` (TABLE_EXPERIMENTS, TABLE_VARIANTS,
+TABLE_BASELINES, the last from `mtf_synthesizer.attentions`).
 """
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
-from mtf_synthesizer import baselines
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tpu_jobs
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import cloud_tpu
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -46,21 +50,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       description=__doc__.splitlines()[0],
       formatter_class=argparse.RawDescriptionHelpFormatter,
       epilog=__doc__.split("\n\n", 1)[1])
-  parser.add_argument("--table", choices=list(tpu_jobs.TABLE_EXPERIMENTS),
+  parser.add_argument("--table", choices=list(cloud_tpu.TABLE_EXPERIMENTS),
                       action="append", help="default: every table")
-  parser.add_argument("--variant", choices=variants.NAMES, action="append",
+  parser.add_argument("--variant", choices=attentions.VARIANT_NAMES, action="append",
                       help="default (without --baseline): the variants each "
                       "table reports")
-  parser.add_argument("--baseline", choices=baselines.NAMES, action="append",
+  parser.add_argument("--baseline", choices=attentions.BASELINE_NAMES, action="append",
                       help="default (without --variant): the baselines each "
                       "table reports")
   parser.add_argument("--model_size", default="base")
   parser.add_argument("--tpu_topology", default="2x2")
   args = parser.parse_args(argv)
   lines = ["set -e"]
-  for table in args.table or tpu_jobs.TABLE_EXPERIMENTS:
+  for table in args.table or cloud_tpu.TABLE_EXPERIMENTS:
     try:
-      lines += tpu_jobs.table_commands(
+      lines += cloud_tpu.table_commands(
           table, args.variant, args.baseline, model_size=args.model_size,
           tpu_topology=args.tpu_topology)
     except ValueError as e:

@@ -5,7 +5,7 @@ r"""A small-scale reproduction of the paper's comparisons, offline on CPU.
 Trains tiny models of every variant and baseline through the stock
 `t5_mesh_transformer`, with several seeds, on four offline tasks, and
 evaluates each on its validation split (tasks, models and the paper's
-orderings: `mtf_synthesizer/tools_lib/reproduction.py`):
+orderings: `workbench/reproduction.py`):
 
   lm       pydocs_lm: byte-level language model, decoder only (Table 2's
            LM1B in miniature); validation loss in nats per byte.
@@ -45,9 +45,13 @@ import threading
 import time
 from typing import Callable, Optional, Sequence
 
-from mtf_synthesizer.tools_lib import reproduction
-from mtf_synthesizer.tools_lib import source
-from mtf_synthesizer.tools_lib import stock_cli
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer.jobs import runner
+from workbench import checkout
+from workbench import reproduction
 
 
 def _write_tables(path: str, study: dict, tasks, models) -> str:
@@ -78,7 +82,7 @@ def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
   """Runs one(*job) for every job, `workers` at a time.
 
   On Ctrl-C or SIGTERM no job starts any more and the commands in progress
-  are killed (stock_cli.kill_running), so that none writes on into a model
+  are killed (runner.kill_running), so that none writes on into a model
   directory after the tool has gone; `stopping` is set first, so that
   their runs are not recorded as failed.
 
@@ -91,7 +95,7 @@ def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
   Returns:
     True when every job ran, False when the tool was stopped.
   """
-  with stock_cli.sigterm_raises_stopped():
+  with runner.sigterm_raises_stopped():
     pool = concurrent.futures.ThreadPoolExecutor(workers)
     futures = []
     try:
@@ -99,13 +103,13 @@ def _run_all(one: Callable[..., None], jobs: Sequence[tuple], workers: int,
       for future in futures:
         future.result()
       return True
-    except (KeyboardInterrupt, stock_cli.Stopped):
+    except (KeyboardInterrupt, runner.Stopped):
       stopping.set()
       pool.shutdown(wait=False, cancel_futures=True)
       # A job between its training and evaluation commands may start one
       # after a kill: kill until every job has returned.
       while not all(f.done() for f in futures):
-        stock_cli.kill_running()
+        runner.kill_running()
         time.sleep(0.2)
       return False
     finally:
@@ -135,6 +139,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "version of this tool; the tables name the commit "
                       "that ran the study)")
   args = parser.parse_args(argv)
+  checkout.use_for_subprocesses()
   try:
     tasks = [reproduction.TASKS[t] for t in args.tasks.split(",")]
   except KeyError as e:
@@ -150,7 +155,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   os.makedirs(args.output_dir, exist_ok=True)
   results_path = args.results or os.path.join(args.output_dir,
                                              "results.json")
-  commit = source.source_commit()
+  commit = checkout.commit()
   study = {"commit": commit, "runs": {}}
   if args.report_only:
     with open(results_path) as f:
@@ -171,10 +176,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("reproduce: warning: the code is %s; its results cannot be tied to "
           "a commit." % commit, file=sys.stderr)
 
-  todo = [(t, m, s) for t in tasks for m in models for s in seeds
-          if m.applies_to(t) and not _finished(study["runs"].get(
-              reproduction.run_key(t, m, s)))]
-  total = sum(m.applies_to(t) for t in tasks for m in models) * len(seeds)
+  runs = [(t, m, s) for t in tasks for m in models for s in seeds
+          if reproduction.applies_to(m, t)]
+  todo = [(t, m, s) for t, m, s in runs
+          if not _finished(study["runs"].get(reproduction.run_key(t, m, s)))]
+  total = len(runs)
   print("commit %s: %d runs to do, %d already done" % (
       commit, len(todo), total - len(todo)), flush=True)
   lock = threading.Lock()

@@ -15,7 +15,7 @@ lengths, steps, learning rate, model type), used after the T5 model file of
 the chosen size and before the attention file: a Synthesizer variant
 (--variant, gin/synthesizer/<name>.gin; the default, random) or one of the
 paper's baselines (--baseline, gin/baselines/<name>.gin;
-mtf_synthesizer/baselines.py). A non-causal baseline (linformer) is refused
+mtf_synthesizer/attentions.py). A non-causal baseline (linformer) is refused
 for the decoder-only language model (lm1b); in an encoder-decoder it
 replaces the encoder's self-attention only.
 
@@ -24,12 +24,12 @@ Stages:
             corruption for c4_glue_superglue; the task itself otherwise).
   finetune  (c4_glue_superglue only) continue from the pretrained checkpoint
             on GLUE + SuperGLUE (the gin route; see
-            mtf_synthesizer/tools_lib/tpu_jobs.py for why not --mode).
+            mtf_synthesizer/jobs/cloud_tpu.py for why not --mode).
   eval      perplexity of the pretrained model on its validation split;
             decode-and-score of the finetuned (or trained) model.
   all       the three in order.
 
-The commands are composed by `mtf_synthesizer.tools_lib.tpu_jobs`.
+The commands are composed by `mtf_synthesizer.jobs.cloud_tpu`.
 
 Example (the paper's Table 4-6 setting):
   python tools/tpu_job.py --dry_run --tpu=synth-v3 --zone=europe-west4-a \
@@ -43,13 +43,18 @@ Linformer in Table 7 (binds the paper's LinformerAttention.k = 32):
 """
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
-from mtf_synthesizer import baselines
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tpu_jobs
+from mtf_synthesizer.jobs import cloud_tpu
+from workbench import checkout
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -67,25 +72,25 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                  help="TPU generation for a chip-grid topology (gcloud)")
   attention = p.add_mutually_exclusive_group()
   attention.add_argument("--variant", default="random",
-                         choices=variants.NAMES,
+                         choices=attentions.VARIANT_NAMES,
                          help="a Synthesizer variant (gin/synthesizer/)")
-  attention.add_argument("--baseline", default=None, choices=baselines.NAMES,
+  attention.add_argument("--baseline", default=None, choices=attentions.BASELINE_NAMES,
                          help="a baseline instead of a variant "
                          "(gin/baselines/)")
   p.add_argument("--model_size", default="base",
                  choices=mesh_defaults.MODEL_SIZES)
   p.add_argument("--t5_version", default="1.0",
-                 choices=sorted(tpu_jobs.MODEL_GIN))
+                 choices=sorted(cloud_tpu.MODEL_GIN))
   p.add_argument("--experiment", default="c4_glue_superglue",
-                 choices=sorted(tpu_jobs.EXPERIMENTS))
+                 choices=sorted(cloud_tpu.EXPERIMENTS))
   p.add_argument("--stage", default="all",
-                 choices=tpu_jobs.STAGES + ("all",))
+                 choices=cloud_tpu.STAGES + ("all",))
   p.add_argument("--model_parallelism", type=int, default=None,
                  help="default: mesh_defaults.model_parallelism(size)")
   p.add_argument("--pretrain_steps", type=int, default=None,
                  help="steps of the pretrain stage (default: the paper's)")
   p.add_argument("--finetune_steps", type=int,
-                 default=tpu_jobs.DEFAULT_FINETUNE_STEPS)
+                 default=cloud_tpu.DEFAULT_FINETUNE_STEPS)
   p.add_argument("--gin_param", action="append", default=[],
                  help="extra gin binding for every command (repeatable)")
   p.add_argument("--create_tpu", action="store_true",
@@ -98,8 +103,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Prints (--dry_run) or runs the commands; returns the exit status."""
   args = parse_args(argv)
+  checkout.use_for_subprocesses()
   try:
-    job = tpu_jobs.Job(
+    job = cloud_tpu.Job(
         tpu=args.tpu, zone=args.zone, gcp_project=args.gcp_project,
         bucket=args.bucket, tpu_topology=args.tpu_topology,
         variant=None if args.baseline else args.variant,
@@ -118,7 +124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   commands = job.commands(args.stage)
   if args.create_tpu:
     commands = [job.create_tpu_command()] + commands
-  return tpu_jobs.run_commands(commands)
+  return cloud_tpu.run_commands(commands)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ import re
 from typing import Dict, Optional
 
 from mtf_synthesizer import mesh_defaults
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 MESH_SHAPE = "model:2,batch:2"
 NUM_DEVICES = 4
@@ -41,7 +42,7 @@ _LOSS = re.compile(
 def train_command(model_dir: str, variant: str, steps: int,
                   mesh_shape: str = "",
                   init_checkpoint: Optional[str] = None,
-                  num_devices: Optional[int] = None) -> stock_cli.Command:
+                  num_devices: Optional[int] = None) -> commands.Command:
   """The stock CLI command for the tiny model.
 
   Args:
@@ -68,14 +69,14 @@ def train_command(model_dir: str, variant: str, steps: int,
   if init_checkpoint:
     params.append("utils.run.init_checkpoint = '%s'" % init_checkpoint)
   devices = ["/cpu:%d" % i for i in range(NUM_DEVICES)] if mesh_shape else None
-  return stock_cli.local_train(
+  return commands.local_train(
       model_dir, variant, steps, length=LENGTH, mesh_shape=mesh_shape,
       mesh_devices=devices, gin_params=params,
       env={"MTF_SYNTH_VOCAB": os.environ.get("MTF_SYNTH_VOCAB", "byte"),
            "MTF_SYNTH_CPU_DEVICES": str(num_devices)})
 
 
-def final_loss(command: stock_cli.Command) -> float:
+def final_loss(command: commands.Command) -> float:
   """Runs a training command; returns the loss of its final step.
 
   Args:
@@ -88,7 +89,7 @@ def final_loss(command: stock_cli.Command) -> float:
     RuntimeError: when the command fails or logs no final loss (with the
       end of its output).
   """
-  result = stock_cli.run(command)
+  result = runner.run(command)
   shell = " ".join(result.argv)
   if result.returncode != 0:
     raise RuntimeError("command failed (%d): %s\n%s" % (

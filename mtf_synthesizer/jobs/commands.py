@@ -1,13 +1,13 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Command lines of the stock `t5_mesh_transformer`, built and run.
+"""Command lines of the stock `t5_mesh_transformer`, as data.
 
 A command is data (`Command`): the model directory, the gin files and
 bindings in order, the modules to import, other flags and environment
-additions. `Command.argv()` is for a subprocess, `format_command` for
-printing (one flag per line, quoted for a POSIX shell).
+additions. `Command.argv()` is for a subprocess (`runner.run`),
+`format_command` for printing (one flag per line, quoted for a POSIX shell).
 
-The presets build what the repository runs:
+The presets build what the package and its tools run:
 
   * `local_train`: training on one CPU device (the tests, the demo, the
     reproduction, the mesh check), by default a tiny T5.1.1 on
@@ -15,44 +15,27 @@ The presets build what the repository runs:
   * `perplexity_eval`, `decode_eval`, `infer`, `score`: a training command
     turned into an evaluation, a decode of the validation split, a decode of
     a text file, or the scoring of (input, target) pairs;
-  * `tpu`: the Cloud TPU form that `tpu_jobs` composes.
+  * `export_predict`: a SavedModel for serving;
+  * `tpu`: the Cloud TPU form that `jobs.tpu` composes.
 
 Variants are names of `mtf_synthesizer.variants` (or a paper label, or
-`variants.MESH_ATTENTION.name` for mesh's own SelfAttention: no variant
+`attentions.MESH_SELF_ATTENTION.name` for mesh's own SelfAttention: no variant
 file).
-
-`run` is the one runner: it streams the subprocess's output (stdout and
-stderr merged) line by line to a log file and a callback (`Progress` prints
-one status line per run), enforces a timeout and returns a `Result` with the
-return code, the output's tail and the model directory's scalars, read from
-its TF event files (`read_scalars`).
 """
 
-import collections
-import contextlib
 import dataclasses
 import os
 import re
-import signal
-import statistics
-import subprocess
 import sys
-import threading
-import time
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence
-from typing import Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Union
 
-from mtf_synthesizer import variants
+from mtf_synthesizer import attentions
 
 CLI_NAME = "t5_mesh_transformer"
 MODULE_IMPORTS = ("mtf_synthesizer", "t5_tasks")
 DATASET_GIN = "dataset.gin"
 TINY_MODEL_GIN = "models/t5.1.1.tiny.gin"
 SPAN_CORRUPTION = "pydocs_span_corruption"
-
-# {tag: [(step, wall_time, value)]}
-Scalars = Dict[str, List[Tuple[int, float, float]]]
-
 
 def cli_path() -> str:
   """The stock CLI of the running interpreter's environment.
@@ -160,15 +143,15 @@ def format_command(command: Union[Command, Sequence[str]]) -> str:
 
 
 def variant_gin_files(variant: str) -> List[str]:
-  """The gin files that select a variant.
+  """The gin files that select an attention of the table.
 
   Args:
-    variant: a name or label of `variants`, or `variants.MESH_ATTENTION.name`.
+    variant: a name or label of `attentions.ATTENTIONS`.
 
   Returns:
     [its gin file], or [] for mesh's own attention.
   """
-  gin_file = variants.get(variant).gin_file
+  gin_file = attentions.get(variant).gin_file
   return [gin_file] if gin_file else []
 
 
@@ -190,7 +173,7 @@ def local_train(model_dir: str, variant: str, steps: Optional[int], *,
 
   Args:
     model_dir: the model directory.
-    variant: a variant name or label, or `variants.MESH_ATTENTION.name`.
+    variant: a variant name or label, or `attentions.MESH_SELF_ATTENTION.name`.
     steps: training steps, also the checkpoint interval (one checkpoint at
       the end); None binds neither.
     mixture: MIXTURE_NAME.
@@ -392,345 +375,3 @@ def tpu(model_dir: str, *, tpu_name: str, gcp_project: str, zone: str,
 
 
 # --- event files --------------------------------------------------------------
-
-
-def _quiet_tf():
-  """Imports TensorFlow without its start-up and deprecation chatter."""
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  tf.get_logger().setLevel("ERROR")
-  return tf
-
-
-def read_scalars(event_dir: str) -> Scalars:
-  """The scalar summaries of the event files in one folder.
-
-  Args:
-    event_dir: a model directory or one of its eval folders.
-
-  Returns:
-    {tag: [(step, wall_time, value)]}, in file order.
-  """
-  tf = _quiet_tf()
-  out = {}
-  for name in sorted(tf.io.gfile.listdir(event_dir)):
-    if not name.startswith("events.out.tfevents"):
-      continue
-    for event in tf.train.summary_iterator(os.path.join(event_dir, name)):
-      for value in event.summary.value:
-        if value.HasField("simple_value"):
-          out.setdefault(value.tag, []).append(
-              (event.step, event.wall_time, value.simple_value))
-  return out
-
-
-def last_value(scalars: Scalars, tag: str) -> Optional[float]:
-  """The value of `tag` at its last step, or None."""
-  points = scalars.get(tag, [])
-  return max(points)[2] if points else None
-
-
-def steps_per_sec(scalars: Scalars) -> Optional[float]:
-  """The median training speed, start-up and the first step excluded.
-
-  Args:
-    scalars: a model directory's scalars.
-
-  Returns:
-    The median `global_step/sec` after step 1, or None.
-  """
-  rates = [v for s, _, v in scalars.get("global_step/sec", []) if s > 1]
-  return statistics.median(rates) if rates else None
-
-
-def eval_scalars(model_dir: str, prefix: str) -> Scalars:
-  """The scalars of the last eval folder whose name starts with `prefix`.
-
-  Args:
-    model_dir: the model directory.
-    prefix: e.g. "eval_pydocs_span_corruption_validation" (the perplexity
-      evaluation) or "validation_eval" (decodes).
-
-  Returns:
-    {tag: [(step, wall_time, value)]}; {} when there is no such folder.
-  """
-  folders = [d for d in sorted(os.listdir(model_dir)) if d.startswith(prefix)
-             and os.path.isdir(os.path.join(model_dir, d))]
-  return read_scalars(os.path.join(model_dir, folders[-1])) if folders else {}
-
-
-def count_parameters(model_dir: str) -> int:
-  """Parameters in the latest checkpoint, without slots and global_step.
-
-  Args:
-    model_dir: the model directory.
-
-  Returns:
-    The number of parameters.
-  """
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  tf = _quiet_tf()
-  total = 0
-  for name, shape in tf.train.list_variables(
-      tf.train.latest_checkpoint(model_dir)):
-    if "_slot_" in name or name == "global_step":
-      continue
-    total += int(np.prod(shape))
-  return total
-
-
-# --- the runner ---------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Result:
-  """What a run left.
-
-  Attributes:
-    argv: the command run.
-    returncode: its exit status.
-    output: the tail of its output (stdout and stderr merged; the CLI logs
-      to stderr).
-    model_dir: the command's model directory (None for a plain argv).
-    log_path: the full log, if one was written.
-  """
-  argv: List[str]
-  returncode: int
-  output: str
-  model_dir: Optional[str] = None
-  log_path: Optional[str] = None
-  _scalars: Optional[Scalars] = dataclasses.field(default=None, repr=False)
-
-  @property
-  def stderr(self) -> str:
-    """The output, by the name `subprocess.CompletedProcess` gives it."""
-    return self.output
-
-  @property
-  def scalars(self) -> Scalars:
-    """The model directory's scalars (read once; {} if not a local dir)."""
-    if self._scalars is None:
-      local = self.model_dir and "://" not in self.model_dir
-      self._scalars = (read_scalars(self.model_dir)
-                       if local and os.path.isdir(self.model_dir) else {})
-    return self._scalars
-
-
-def _kill(proc: subprocess.Popen, group: bool) -> None:
-  """Kills a process (and its process group, if it leads one)."""
-  try:
-    if group:
-      os.killpg(proc.pid, signal.SIGKILL)
-    else:
-      proc.kill()
-  except ProcessLookupError:
-    pass
-
-
-class Stopped(Exception):
-  """SIGTERM (a batch system's stop, a pre-emption) reached the process."""
-
-
-def _raise_stopped(signum, frame):
-  del signum, frame
-  raise Stopped()
-
-
-@contextlib.contextmanager
-def sigterm_raises_stopped() -> Iterator[None]:
-  """Within it, SIGTERM raises `Stopped` in the main thread.
-
-  A `run` in the main thread then kills its command before the exception
-  leaves it, so the command does not outlive a stopped tool (by default a
-  SIGTERM ends the tool and leaves its command running, writing on into
-  the model directory). The previous handler is restored on exit. Call it
-  from the main thread.
-
-  Yields:
-    Nothing.
-  """
-  previous = signal.signal(signal.SIGTERM, _raise_stopped)
-  try:
-    yield
-  finally:
-    signal.signal(signal.SIGTERM, previous)
-
-
-# The processes `run` is running, in any thread: {process: leads a group}.
-_running: Dict[subprocess.Popen, bool] = {}
-_running_lock = threading.Lock()
-
-
-def kill_running() -> int:
-  """Kills every command that `run` is running, in any thread.
-
-  A tool that runs commands from worker threads calls it when it is
-  stopped (Ctrl-C, SIGTERM), so that no command outlives it and writes on
-  into a model directory that a resumed tool starts over. Each `run` then
-  returns the killed command's Result (a negative return code).
-
-  Returns:
-    How many commands were running.
-  """
-  with _running_lock:
-    running = list(_running.items())
-  for proc, group in running:
-    if proc.poll() is None:
-      _kill(proc, group)
-  return len(running)
-
-
-def run(command: Union[Command, Sequence[str]],
-        log_path: Optional[str] = None,
-        on_line: Optional[Callable[[str], None]] = None,
-        timeout: Optional[float] = None,
-        keep_chars: int = 1 << 20) -> Result:
-  """Runs a command, streaming its output line by line.
-
-  Args:
-    command: a Command (its environment additions apply) or an argv.
-    log_path: if given, the command (shell text) and the whole output are
-      written there.
-    on_line: called with each line of output, as it comes.
-    timeout: seconds; the process (and what it started) is killed when they
-      have passed.
-    keep_chars: how much of the output's end `Result.output` keeps.
-
-  Returns:
-    The Result.
-
-  Raises:
-    subprocess.TimeoutExpired: after the timeout (the process is killed).
-  """
-  if isinstance(command, Command):
-    argv, model_dir = command.argv(), command.model_dir
-    env = dict(os.environ, **command.env)
-  else:
-    argv, model_dir, env = list(command), None, None
-  kept, size = collections.deque(), 0
-  timed_out = threading.Event()
-  log = open(log_path, "w") if log_path else None
-  try:
-    if log:
-      log.write(format_command(argv) + "\n\n")
-    # With a timeout, the command gets its own process group, so that what it
-    # started dies with it (and the pipe closes).
-    group = bool(timeout)
-    with subprocess.Popen(argv, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True,
-                          errors="replace", bufsize=1, env=env,
-                          start_new_session=group) as proc:
-      with _running_lock:
-        _running[proc] = group
-      try:
-        def on_timeout():
-          timed_out.set()
-          _kill(proc, group=True)
-        timer = threading.Timer(timeout, on_timeout) if timeout else None
-        if timer:
-          timer.start()
-        try:
-          for line in proc.stdout:
-            if log:
-              log.write(line)
-            if on_line:
-              on_line(line)
-            kept.append(line)
-            size += len(line)
-            while size > keep_chars and len(kept) > 1:
-              size -= len(kept.popleft())
-        except BaseException:  # Ctrl-C or a failing callback: stop the run.
-          _kill(proc, group)
-          raise
-        finally:
-          if timer:
-            timer.cancel()
-        returncode = proc.wait()
-      finally:
-        with _running_lock:
-          _running.pop(proc, None)
-  finally:
-    if log:
-      log.close()
-  output = "".join(kept)[-keep_chars:]
-  if timed_out.is_set():
-    raise subprocess.TimeoutExpired(argv, timeout, output=output)
-  return Result(argv, returncode, output, model_dir, log_path)
-
-
-_STEP_LINE = re.compile(r"^step, tf_loss\[([-+0-9.eE]+|nan|inf)\]\[(\d+)\]")
-_EVAL_LINE = re.compile(r"Evaluation \[(\d+)/(\d+)\]")
-
-
-class Progress:
-  """One status line per run, rewritten in place on a terminal.
-
-  Pass it to `run` as `on_line`; call `finish` with the result.
-  """
-
-  def __init__(self, label: str, total_steps: int):
-    self.label = label
-    self.total = total_steps
-    self.start = time.time()
-    self.phase = "starting"
-    self.tty = sys.stdout.isatty()
-    self._last_print = 0.0
-    self._last_text = ""
-
-  def __call__(self, line: str) -> None:
-    """Updates the phase from one log line of the CLI."""
-    m = _STEP_LINE.match(line)
-    if m:
-      self.phase = "step %s/%d train loss/slot %.3f" % (
-          m.group(2), self.total, float(m.group(1)))
-    elif "Starting the session" in line:
-      self.phase = "graph built, starting session"
-    elif "Saving checkpoints for" in line:
-      self.phase = "saving checkpoint " + line.rsplit("for ", 1)[-1].split()[0]
-    elif "Calling model_fn" in line:
-      self.phase = "building graph"
-    else:
-      m = _EVAL_LINE.search(line)
-      if m:
-        self.phase = "eval batch %s/%s" % (m.group(1), m.group(2))
-      else:
-        return
-    self.show()
-
-  def finish(self, result: Result) -> None:
-    """Shows the final line: done, or the failure and where its log is."""
-    self.phase = "done" if result.returncode == 0 else (
-        "FAILED (exit %d), see %s" % (result.returncode, result.log_path))
-    self.show(final=True)
-
-  def show(self, final: bool = False) -> None:
-    """Prints the status (on a terminal in place; else every 10 s)."""
-    text = "  %-24s %6.0fs  %s" % (self.label, time.time() - self.start,
-                                  self.phase)
-    now = time.time()
-    if self.tty:
-      sys.stdout.write("\r\033[K" + text + ("\n" if final else ""))
-      sys.stdout.flush()
-    elif final or (now - self._last_print >= 10 and text != self._last_text):
-      print(text, flush=True)
-      self._last_print = now
-      self._last_text = text
-
-
-def run_with_progress(command: Command, log_path: str, label: str,
-                      total_steps: int) -> Result:
-  """Runs a command with a `Progress` line and a log file.
-
-  Args:
-    command: the Command.
-    log_path: the log file.
-    label: the progress line's label ("random train").
-    total_steps: the training steps, for "step n/total".
-
-  Returns:
-    The Result.
-  """
-  progress = Progress(label, total_steps)
-  result = run(command, log_path, on_line=progress)
-  progress.finish(result)
-  return result

@@ -55,14 +55,14 @@ from mesh_tensorflow import optimize
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tiny_model
+from workbench import tiny_model
 
 # Every variant of the table (mesh's own attention can be audited too, as
-# `variants.MESH_ATTENTION.name`).
-VARIANTS = variants.NAMES
+# `attentions.MESH_SELF_ATTENTION.name`).
+VARIANTS = attentions.VARIANT_NAMES
 MESHES = ("model:2,batch:2", "model:4")
 NUM_DEVICES = 4
 BATCH_DIM = "batch"
@@ -380,7 +380,7 @@ def audit_variant(variant: str, mesh_shapes: Sequence[str] = MESHES,
   """Builds `variant`'s training step and decoding once; audits each mesh.
 
   Args:
-    variant: a variant name (see VARIANTS) or `variants.MESH_ATTENTION.name`.
+    variant: a variant name (see VARIANTS) or `attentions.MESH_SELF_ATTENTION.name`.
     mesh_shapes: the meshes to lower on, e.g. ["model:2,batch:2"].
     layout: layout rules.
     batch: batch size.

@@ -3,8 +3,8 @@
 """The small-scale reproduction (tools/reproduce.py): tasks, models, seeds,
 the stock-CLI runs, the summary over seeds and the paper's orderings.
 
-Every run is one model (a variant of `variants.py` or a baseline of
-`baselines.py`) trained with one seed on one task through the stock
+Every run is one model (a variant of `attentions.py` or a baseline of
+`attentions.py`) trained with one seed on one task through the stock
 `t5_mesh_transformer`, then evaluated on the task's validation split.
 `ORDERINGS` lists the paper's comparisons that the tasks stand in for; each
 is judged from the means and standard deviations over seeds.
@@ -17,9 +17,10 @@ import shutil
 import statistics
 from typing import Dict, List, Optional, Sequence
 
-from mtf_synthesizer import baselines
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer import attentions
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import events
+from mtf_synthesizer.jobs import runner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,30 +96,14 @@ def baseline_params(name: str, task: Task) -> List[str]:
   return []
 
 
-@dataclasses.dataclass(frozen=True)
-class Model:
-  """One model of the study: a variant or a baseline.
-
-  Attributes:
-    name: the variant's or baseline's name (a results key).
-    label: the paper's label (Tables 1-7).
-    baseline: a baseline (else a variant).
-    causal: it can replace a causal self-attention.
-  """
-  name: str
-  label: str
-  baseline: bool = False
-  causal: bool = True
-
-  def applies_to(self, task: Task) -> bool:
-    """Whether the model can run the task (Linformer is not causal)."""
-    return self.causal or not task.causal
+# The study's models: the table's variants and baselines.
+Model = attentions.Attention
+MODELS = attentions.VARIANTS + attentions.BASELINES
 
 
-MODELS = tuple(Model(v.name, v.label) for v in variants.VARIANTS) + tuple(
-    Model(b.name, b.label, True, b.causal) for b in baselines.BASELINES)
-# Each model by its name and by its label.
-_BY_KEY = {key: m for m in MODELS for key in (m.name, m.label)}
+def applies_to(model_: Model, task: Task) -> bool:
+  """Whether the model can run the task (Linformer is not causal)."""
+  return model_.causal or not task.causal
 
 
 def model(name: str) -> Model:
@@ -128,15 +113,13 @@ def model(name: str) -> Model:
     name: a variant or baseline name or label.
 
   Returns:
-    The Model.
+    The table's row.
 
   Raises:
     ValueError: for an unknown name, listing the known ones.
   """
-  if name in _BY_KEY:
-    return _BY_KEY[name]
-  raise ValueError("Unknown model %r; known: %s" % (
-      name, ", ".join(m.name for m in MODELS)))
+  return attentions.get(name, attentions.Kind.SYNTHESIZER,
+                        attentions.Kind.BASELINE)
 
 
 def run_key(task: Task, model_: Model, seed: int) -> str:
@@ -154,7 +137,7 @@ def seed_params(seed: int) -> List[str]:
 
 
 def train_command(task: Task, model_: Model, model_dir: str,
-                  seed: int) -> stock_cli.Command:
+                  seed: int) -> commands.Command:
   """The stock CLI command that trains one model on a task with one seed.
 
   Args:
@@ -167,39 +150,35 @@ def train_command(task: Task, model_: Model, model_dir: str,
     The Command.
   """
   data_gin = ("experiments/_encoder_classifier.gin"
-              if task.model == "classifier" else stock_cli.DATASET_GIN)
+              if task.model == "classifier" else commands.DATASET_GIN)
   params = list(task.params) + seed_params(seed)
   if task.model in ("lm", "bitransformer"):
     params.append("utils.run.model_type = '%s'" % task.model)
-  if model_.baseline:
-    attention = variants.MESH_ATTENTION.name
-    gin_files = [baselines.get(model_.name).gin_file]
+  if model_.is_baseline:
     params += baseline_params(model_.name, task)
-  else:
-    attention, gin_files = model_.name, []
-  return stock_cli.local_train(
-      model_dir, attention, task.steps, mixture=task.mixture,
+  return commands.local_train(
+      model_dir, model_.name, task.steps, mixture=task.mixture,
       length=task.length, batch_size=task.batch, dims=TINY,
       lengths={"targets": task.length} if task.model == "lm" else None,
       base_gin_files=("models/t5.1.1.small.gin", data_gin),
-      gin_files=gin_files, gin_params=params)
+      gin_params=params)
 
 
-def eval_command(task: Task, train: stock_cli.Command) -> stock_cli.Command:
+def eval_command(task: Task, train: commands.Command) -> commands.Command:
   """The evaluation: perplexity or decode-and-score."""
   if task.metric == "loss":
-    return stock_cli.perplexity_eval(train, eval_steps=10)
-  return stock_cli.decode_eval(train, task.steps)
+    return commands.perplexity_eval(train, eval_steps=10)
+  return commands.decode_eval(train, task.steps)
 
 
 def read_metric(task: Task, model_dir: str) -> Optional[float]:
   """The task's validation metric from the evaluation's event files."""
   if task.metric == "loss":
-    value = stock_cli.last_value(stock_cli.eval_scalars(
+    value = events.last_value(events.eval_scalars(
         model_dir, "eval_%s_validation" % task.mixture), "neg_log_perplexity")
     return -value if value is not None else None
-  return stock_cli.last_value(
-      stock_cli.eval_scalars(model_dir, "validation_eval"),
+  return events.last_value(
+      events.eval_scalars(model_dir, "validation_eval"),
       "eval/%s/accuracy" % task.mixture)
 
 
@@ -221,10 +200,10 @@ def run_one(task: Task, model_: Model, seed: int, root: str) -> Dict:
   shutil.rmtree(model_dir, ignore_errors=True)
   os.makedirs(model_dir)
   train = train_command(task, model_, model_dir, seed)
-  result = stock_cli.run(train, os.path.join(model_dir, "train.log"))
+  result = runner.run(train, os.path.join(model_dir, "train.log"))
   trained = result
   if result.returncode == 0:
-    result = stock_cli.run(eval_command(task, train),
+    result = runner.run(eval_command(task, train),
                            os.path.join(model_dir, "eval.log"))
   ok = result.returncode == 0
   return {
@@ -232,8 +211,8 @@ def run_one(task: Task, model_: Model, seed: int, root: str) -> Dict:
       "status": result.returncode,
       "log": result.log_path,
       "metric": read_metric(task, model_dir) if ok else None,
-      "steps_per_sec": stock_cli.steps_per_sec(trained.scalars) if ok else None,
-      "parameters": stock_cli.count_parameters(model_dir) if ok else None,
+      "steps_per_sec": events.steps_per_sec(trained.scalars) if ok else None,
+      "parameters": events.count_parameters(model_dir) if ok else None,
       "vocabulary": os.environ.get("MTF_SYNTH_VOCAB") or "task default",
   }
 
@@ -391,7 +370,7 @@ def results_table(table: Dict[str, Dict[str, Cell]], tasks: Sequence[Task],
     row = ["%s (%s)" % (m.label, m.name)]
     for t in tasks:
       row.append(format_cell(table.get(t.name, {}).get(m.name), t)
-                 if m.applies_to(t) else "-")
+                 if applies_to(m, t) else "-")
     lines.append("| " + " | ".join(row) + " |")
   return "\n".join(lines)
 

@@ -48,25 +48,24 @@ from mesh_tensorflow.transformer import transformer_layers
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import baselines
+from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import optimize
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import tiny_model
+from workbench import tiny_model
 
 ModelShape = tiny_model.ModelShape
 
 
 @dataclasses.dataclass(frozen=True)
-class Variant:
-  """One attention variant under test.
+class Candidate:
+  """One attention under test: a row of the table, a release mode or ours.
 
   Attributes:
     name: the short name used in tables ("V", "R+V", "release:random",
       "LightConv", ...).
     family: "mesh" (mesh's own SelfAttention), "ours" (SynthesizerAttention),
       "release" (mesh's transformer_layers.Synthesizer) or "baseline" (a row
-      of `mtf_synthesizer.baselines`).
+      of `mtf_synthesizer.attentions`).
     make_layer: builds the self-attention layer of a single stack (LM or
       encoder-only model), and of an encoder-decoder's stacks unless
       overridden below.
@@ -128,7 +127,7 @@ _TABLE_COMPONENTS = ("random", "fixed_random")
 # same mode. `factorized` is degenerate (one attention row for every query).
 RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
                  "dense_plus", "dense_plus_alpha", "factorized")
-# Mesh's own SelfAttention (variants.MESH_ATTENTION): the reference.
+# Mesh's own SelfAttention (attentions.MESH_SELF_ATTENTION): the reference.
 VANILLA = "V"
 # The training step's optimizer, by the name the tool's --optimizer takes:
 # mesh's Adafactor (the stock CLI's default) or the same update with fewer
@@ -147,17 +146,17 @@ SWEEP_RELEASE_MODES = ("random", "dense_minus", "random_plus_alpha",
                        "dense_plus_alpha")
 
 
-def table_name(variant: variants.Variant) -> str:
+def table_name(variant: attentions.Attention) -> str:
   """The benchmark's name of a row of the variant table.
 
   Args:
-    variant: a row of `variants.VARIANTS` or `variants.MESH_ATTENTION`.
+    variant: a row of `attentions.VARIANTS` or `attentions.MESH_SELF_ATTENTION`.
 
   Returns:
     VANILLA for mesh's attention, "V(ours)" for the dot product inside
     SynthesizerAttention, else the table's label (e.g. "R+V").
   """
-  if variant == variants.MESH_ATTENTION:
+  if variant == attentions.MESH_SELF_ATTENTION:
     return VANILLA
   if variant.components == ("dot_product",):
     return "V(ours)"
@@ -167,15 +166,15 @@ def table_name(variant: variants.Variant) -> str:
 def table_names() -> List[str]:
   """Mesh's attention, then every row of the variant table."""
   return [table_name(v) for v in
-          (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
+          (attentions.MESH_SELF_ATTENTION,) + tuple(attentions.VARIANTS)]
 
 
-def _table_variant(variant: variants.Variant, fr_rank: int) -> Variant:
+def _table_variant(variant: attentions.Attention, fr_rank: int) -> Candidate:
   if not variant.components:
-    return Variant(table_name(variant), "mesh",
+    return Candidate(table_name(variant), "mesh",
                    tiny_model.attention_layer(variant, fr_rank),
                    live_logits=_LIVE_LOGITS_MESH)
-  return Variant(
+  return Candidate(
       table_name(variant), "ours", tiny_model.attention_layer(
           variant, fr_rank),
       live_logits=_LIVE_LOGITS_OURS,
@@ -183,8 +182,8 @@ def _table_variant(variant: variants.Variant, fr_rank: int) -> Variant:
                               for c in variant.components)))
 
 
-def baseline_variants() -> List[Variant]:
-  """The baselines of `mtf_synthesizer.baselines`, as their gin files bind them.
+def baseline_variants() -> List[Candidate]:
+  """The baselines of `attentions.BASELINES`, as their gin files bind them.
 
   Labels are the table's (LightConv, DyConv, Local, Linformer). The
   convolutions' kernel (width 7) is causal in an autoregressive stack (LM,
@@ -194,10 +193,10 @@ def baseline_variants() -> List[Variant]:
   only (the decoder keeps mesh's), and it is not built in a decoder-only LM.
 
   Returns:
-    One Variant per baseline, in the table's order.
+    One Candidate per baseline, in the table's order.
   """
   out = []
-  for baseline in baselines.BASELINES:
+  for baseline in attentions.BASELINES:
     layer = tiny_model.baseline_layer(baseline.name)
     kwargs = {}
     if baseline.name in ("lightweight_conv", "dynamic_conv"):
@@ -205,12 +204,12 @@ def baseline_variants() -> List[Variant]:
     elif baseline.name == "linformer":
       kwargs = dict(vanilla_decoder=True,
                     memory_length=tiny_model.LINFORMER_K)
-    out.append(Variant(baseline.label, "baseline", layer,
+    out.append(Candidate(baseline.label, "baseline", layer,
                        causal=baseline.causal, **kwargs))
   return out
 
 
-def all_variants(fr_rank: int = 8) -> List[Variant]:
+def all_variants(fr_rank: int = 8) -> List[Candidate]:
   """Returns every variant: vanilla, the table's, the release's, baselines.
 
   Args:
@@ -220,13 +219,13 @@ def all_variants(fr_rank: int = 8) -> List[Variant]:
     Variants; the first is mesh's vanilla SelfAttention (the reference).
   """
   out = [_table_variant(v, fr_rank)
-         for v in (variants.MESH_ATTENTION,) + tuple(variants.VARIANTS)]
+         for v in (attentions.MESH_SELF_ATTENTION,) + tuple(attentions.VARIANTS)]
   for mode in RELEASE_MODES:
-    out.append(Variant("ours:" + mode, "ours", _ours_mode(mode), mode,
+    out.append(Candidate("ours:" + mode, "ours", _ours_mode(mode), mode,
                        live_logits=_LIVE_LOGITS_OURS,
                        position_tables=int("random" in mode)))
     # The release's plus modes size R for 512 positions whatever the length.
-    out.append(Variant("release:" + mode, "release", _release(mode), mode,
+    out.append(Candidate("release:" + mode, "release", _release(mode), mode,
                        live_logits=_LIVE_LOGITS_MESH,
                        position_tables=int(mode == "random")))
   return out + baseline_variants()
@@ -234,7 +233,7 @@ def all_variants(fr_rank: int = 8) -> List[Variant]:
 
 def baseline_names() -> List[str]:
   """The baselines' labels, in the table's order."""
-  return [b.label for b in baselines.BASELINES]
+  return [b.label for b in attentions.BASELINES]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,13 +260,13 @@ class RunShape:
     return "%dx%d" % (self.length, self.batch)
 
 
-def build_transformer(variant: Variant, shape: ModelShape, run: RunShape):
+def build_transformer(variant: Candidate, shape: ModelShape, run: RunShape):
   """Returns a mesh Unitransformer (LM, encoder-only) or Bitransformer."""
   return tiny_model.build_transformer(
       variant.make_layer, shape, max(run.length, run.target_length or 0),
       make_encoder_attention=variant.make_encoder_layer,
       make_decoder_attention=(
-          tiny_model.attention_layer(variants.MESH_ATTENTION)
+          tiny_model.attention_layer(attentions.MESH_SELF_ATTENTION)
           if variant.vanilla_decoder else None))
 
 
@@ -276,7 +275,7 @@ def is_causal_lm(shape: ModelShape) -> bool:
   return not shape.encoder_layers and shape.causal
 
 
-def not_causal_reason(variant: Variant, shape: ModelShape) -> Optional[str]:
+def not_causal_reason(variant: Candidate, shape: ModelShape) -> Optional[str]:
   """Why the variant is not built in this model, or None.
 
   Args:
@@ -305,7 +304,7 @@ class MemoryEstimate:
     state_bytes: the variables that grow with the length (R's tables), which
       stay allocated while the model is built.
     step_bytes: the training step's peak: the live logits-sized tensors of
-      every attention layer (Variant.live_logits) plus the per-token
+      every attention layer (Candidate.live_logits) plus the per-token
       activations.
   """
   largest: str
@@ -322,7 +321,7 @@ class MemoryEstimate:
 _FLOAT32 = 4
 
 
-def _attention_stacks(variant: Variant, shape: ModelShape, run: RunShape
+def _attention_stacks(variant: Candidate, shape: ModelShape, run: RunShape
                      ) -> List[Tuple[str, int, int, int, float, int]]:
   """(what, layers, queries, memory, live logits, tables) of each stack."""
   length = run.length
@@ -346,11 +345,11 @@ def _attention_stacks(variant: Variant, shape: ModelShape, run: RunShape
             shape.num_layers, target, length)]
 
 
-def estimate_memory(variant: Variant, shape: ModelShape,
+def estimate_memory(variant: Candidate, shape: ModelShape,
                     run: RunShape) -> MemoryEstimate:
   """A model's largest tensor and memory, from its shapes (nothing is built).
 
-  Every attention layer with logits holds Variant.live_logits float32
+  Every attention layer with logits holds Candidate.live_logits float32
   tensors of [batch, heads, queries, memory] at the step's peak; R's tables
   ([heads, N, N] per layer, N the longest sequence) are state. The
   per-token activations (feed-forward, projections, the softmax over the
@@ -554,7 +553,7 @@ def _op_key(node) -> str:
 @dataclasses.dataclass
 class BuiltModel:
   """A model's graph and session, ready to be timed."""
-  variant: Variant
+  variant: Candidate
   session: tf.Session
   train_op: tf.Operation
   decode_op: Optional[tf.Tensor]
@@ -591,7 +590,7 @@ def session_config(threads: int) -> tf.ConfigProto:
                         inter_op_parallelism_threads=threads)
 
 
-def build_model(variant: Variant, shape: ModelShape, run: RunShape, *,
+def build_model(variant: Candidate, shape: ModelShape, run: RunShape, *,
                 decode: bool = False, threads: int = 2,
                 seed: int = 0,
                 optimizer: Type[mtf.optimize.Optimizer] = (

@@ -3,7 +3,7 @@
 """Small mesh Transformers for the tools and tests, one per variant.
 
 Two ways to build one, both for any row of `mtf_synthesizer.variants` (or
-mesh's own attention, `variants.MESH_ATTENTION`):
+mesh's own attention, `attentions.MESH_SELF_ATTENTION`):
 
   * through gin, as the stock CLI configures a model (`configure`, then
     `training_step`): mesh's defaults.gin, T5's v1.0 settings (bi_v1.gin: no
@@ -30,12 +30,12 @@ from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=un
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import linformer
 from mtf_synthesizer import local_attention
 from mtf_synthesizer import local_conv
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
 
 BATCH, LENGTH, VOCAB = 4, 8, 32
 
@@ -69,13 +69,13 @@ def configure(variant: str, length: int = LENGTH, dropout_rate: float = 0.0,
   """Clears gin and parses the tiny T5 configuration of `variant`.
 
   Args:
-    variant: a variant name or label, or `variants.MESH_ATTENTION.name`.
+    variant: a variant name or label, or `attentions.MESH_SELF_ATTENTION.name`.
     length: Unitransformer.max_length and SynthesizerAttention.max_length.
     dropout_rate: the model's dropout rate.
     packed: explicit positions (see PACKED_BINDINGS).
     extra_bindings: more gin bindings, parsed last.
   """
-  gin_file = variants.get(variant).gin_file
+  gin_file = attentions.get(variant).gin_file
   gin.clear_config()
   files = [os.path.join(os.path.dirname(transformer.__file__), "gin",
                         "defaults.gin")]
@@ -253,12 +253,12 @@ class ModelShape:
 LayerFactory = Callable[[int, ModelShape], transformer.TransformerLayer]
 
 
-def attention_layer(variant: variants.Variant,
+def attention_layer(variant: attentions.Attention,
                     fr_rank: int = 8) -> LayerFactory:
   """The self-attention layer of a variant (the gin file's, without gin).
 
   Args:
-    variant: a row of `variants.VARIANTS` or `variants.MESH_ATTENTION`.
+    variant: a row of `attentions.VARIANTS` or `attentions.MESH_SELF_ATTENTION`.
     fr_rank: k of Factorized Random.
 
   Returns:
@@ -291,7 +291,7 @@ def baseline_layer(name: str) -> LayerFactory:
 
   Args:
     name: "lightweight_conv", "dynamic_conv", "local_attention" or
-      "linformer" (`mtf_synthesizer.baselines.NAMES`).
+      "linformer" (`mtf_synthesizer.attentions.BASELINE_NAMES`).
 
   Returns:
     A LayerFactory.

@@ -6,9 +6,9 @@ tools/paper_commands.py).
 Each experiment is a gin file in gin/experiments/ (task, lengths, steps,
 learning rate, model type), used after the T5 model file of the chosen size
 and before the attention file: a variant (`gin/synthesizer/<name>.gin`,
-mtf_synthesizer/variants.py) or a baseline (`gin/baselines/<name>.gin`,
-mtf_synthesizer/baselines.py). A `Job` composes the `t5_mesh_transformer`
-commands (`stock_cli.tpu`) of its stages:
+mtf_synthesizer/attentions.py) or a baseline (`gin/baselines/<name>.gin`,
+mtf_synthesizer/attentions.py). A `Job` composes the `t5_mesh_transformer`
+commands (`commands.tpu`) of its stages:
 
   pretrain  train from scratch on the experiment's training mixture (C4 span
             corruption for c4_glue_superglue; the task itself otherwise).
@@ -34,7 +34,7 @@ absolute: pretrain_steps + finetune_steps.
 
 The paper's tables: TABLE_EXPERIMENTS (the experiments behind each),
 TABLE_VARIANTS (the Synthesizer rows) and TABLE_BASELINES (the baseline rows,
-derived from `baselines.BASELINES[*].paper_tables`); `table_commands` prints
+derived from `attentions.BASELINES[*].paper_tables`); `table_commands` prints
 a table's commands.
 """
 
@@ -43,10 +43,10 @@ import signal
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from mtf_synthesizer import baselines
+from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
-from mtf_synthesizer import variants
-from mtf_synthesizer.tools_lib import stock_cli
+from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import runner
 
 STAGES = ("pretrain", "finetune", "eval")
 
@@ -160,13 +160,13 @@ EXPERIMENTS = {
 
 
 def _names(*labels: str) -> tuple:
-  return tuple(variants.get(label).name for label in labels)
+  return tuple(attentions.get(label).name for label in labels)
 
 
 # The Synthesizer variants each table of the paper reports, by the paper's
 # labels.
 TABLE_VARIANTS = {
-    "Table 2-3": variants.NAMES,
+    "Table 2-3": attentions.VARIANT_NAMES,
     "Table 4": _names("V", "D", "R", "R+V", "D+V"),
     "Tables 5-6": _names("V", "R", "D", "R+V", "D+V"),
     "Table 7": _names("V", "FR", "FR+V"),
@@ -182,7 +182,7 @@ TABLE_EXPERIMENTS = {
 # baselines.py, the one place that says so. The paper's Tables 2-3 report
 # none.
 TABLE_BASELINES = {
-    table: tuple(b.name for b in baselines.BASELINES
+    table: tuple(b.name for b in attentions.BASELINES
                  if table in b.paper_tables)
     for table in TABLE_EXPERIMENTS}
 # Table 4 is the pretraining stage of the C4 + GLUE/SuperGLUE job.
@@ -221,19 +221,16 @@ def _lengths(lengths: tuple) -> str:
 
 
 # What takes the place of self-attention in a job.
-Attention = Union[variants.Variant, baselines.Baseline]
-
-
 def resolve_attention(variant: Optional[str] = None,
-                      baseline: Optional[str] = None) -> Attention:
+                      baseline: Optional[str] = None) -> attentions.Attention:
   """The attention of a job: a variant or a baseline, exactly one.
 
   Args:
-    variant: a name of `variants.NAMES`.
-    baseline: a name of `baselines.NAMES`.
+    variant: a name of `attentions.VARIANT_NAMES`.
+    baseline: a name of `attentions.BASELINE_NAMES`.
 
   Returns:
-    The Variant or the Baseline; its `gin_file` is the attention file.
+    The table's row; its `gin_file` is the attention file.
 
   Raises:
     ValueError: for neither or both, or an unknown name.
@@ -243,17 +240,11 @@ def resolve_attention(variant: Optional[str] = None,
                      "exactly one (got variant %r, baseline %r)" %
                      (variant, baseline))
   if baseline is not None:
-    if baseline not in baselines.NAMES:
-      raise ValueError("Unknown baseline %r; one of %s" %
-                       (baseline, ", ".join(baselines.NAMES)))
-    return baselines.BY_NAME[baseline]
-  if variant not in variants.NAMES:
-    raise ValueError("Unknown variant %r; one of %s" %
-                     (variant, ", ".join(variants.NAMES)))
-  return variants.BY_NAME[variant]
+    return attentions.get(baseline, attentions.Kind.BASELINE)
+  return attentions.get(variant, attentions.Kind.SYNTHESIZER)
 
 
-def attention_dir(attention: Attention) -> str:
+def attention_dir(attention: attentions.Attention) -> str:
   """The model directory's component (under <experiment>/<size>/).
 
   Args:
@@ -263,14 +254,14 @@ def attention_dir(attention: Attention) -> str:
     The variant's name; "baselines/<name>" for a baseline, so that no
     baseline's directory can be a variant's.
   """
-  if isinstance(attention, baselines.Baseline):
+  if attention.is_baseline:
     return "baselines/" + attention.name
   return attention.name
 
 
-def describe_attention(attention: Attention) -> str:
+def describe_attention(attention: attentions.Attention) -> str:
   """E.g. "variant random", "baseline linformer (Linformer)"."""
-  if isinstance(attention, baselines.Baseline):
+  if attention.is_baseline:
     return "baseline %s (%s)" % (attention.name, attention.label)
   return "variant %s" % attention.name
 
@@ -319,7 +310,7 @@ class Job:
     return EXPERIMENTS[self.experiment]
 
   @property
-  def attention(self) -> Attention:
+  def attention(self) -> attentions.Attention:
     """The variant or the baseline."""
     return resolve_attention(self.variant, self.baseline)
 
@@ -341,7 +332,7 @@ class Job:
   def mesh_shape(self) -> str:
     return mesh_defaults.mesh_shape(self.tpu_topology, self.model_parallelism)
 
-  def check_causal(self, attention: Attention) -> None:
+  def check_causal(self, attention: attentions.Attention) -> None:
     """Refuses a non-causal baseline where the only stack is causal.
 
     A decoder-only language model has one, causal, self-attention stack. In
@@ -355,7 +346,7 @@ class Job:
     Raises:
       ValueError: for a non-causal baseline in a language model.
     """
-    if (isinstance(attention, baselines.Baseline) and not attention.causal
+    if (attention.is_baseline and not attention.causal
         and self.exp.model_type == "lm"):
       raise ValueError(
           "%s cannot be used in experiment %s (%s): its model is a "
@@ -377,14 +368,14 @@ class Job:
         self.mesh_shape, mesh_defaults.layout_rules())
 
   def _command(self, model_dir: str, gin_files: Sequence[str],
-               gin_params: Sequence[str]) -> stock_cli.Command:
+               gin_params: Sequence[str]) -> commands.Command:
     mesh = [
         "utils.tpu_mesh_shape.tpu_topology = %s" % _q(self.tpu_topology),
         "utils.tpu_mesh_shape.model_parallelism = %d" %
         self.model_parallelism,
         "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
     ]
-    return stock_cli.tpu(
+    return commands.tpu(
         model_dir, tpu_name=self.tpu, gcp_project=self.gcp_project,
         zone=self.zone, tfds_data_dir=self.bucket + "/tensorflow_datasets",
         gin_files=gin_files,
@@ -408,14 +399,14 @@ class Job:
   def model_gin(self) -> str:
     return MODEL_GIN[self.t5_version][self.model_size]
 
-  def pretrain(self) -> stock_cli.Command:
+  def pretrain(self) -> commands.Command:
     """Trains from scratch: model size, experiment file, attention file."""
     return self._command(
         self.pretrain_dir,
         [self.model_gin(), self.exp.gin_file, self.attention_gin()],
         ["utils.run.train_steps = %d" % self.pretrain_steps])
 
-  def finetune(self) -> stock_cli.Command:
+  def finetune(self) -> commands.Command:
     """Continues from the last pretrained checkpoint (see module doc)."""
     return self._command(
         self.finetune_dir,
@@ -429,7 +420,7 @@ class Job:
          (self.pretrain_steps + self.finetune_steps)])
 
   def _eval(self, model_dir: str, mixture: str, gin_file: str,
-            lengths: tuple) -> stock_cli.Command:
+            lengths: tuple) -> commands.Command:
     return self._command(
         model_dir,
         ["%s/operative_config.gin" % model_dir, self.attention_gin(),
@@ -438,9 +429,9 @@ class Job:
          "utils.run.dataset_split = %s" % _q(self.exp.eval_split),
          "eval_checkpoint_step = 'all'", _lengths(lengths)]
         # The same examples at every checkpoint.
-        + stock_cli.eval_seed_params())
+        + commands.eval_seed_params())
 
-  def evals(self) -> List[stock_cli.Command]:
+  def evals(self) -> List[commands.Command]:
     """Perplexity of the pretrained model; decodes of the finetuned one."""
     exp = self.exp
     if exp.finetune_mixture is None:
@@ -454,7 +445,7 @@ class Job:
         self._eval(self.finetune_dir, exp.finetune_mixture, "eval.gin",
                    exp.finetune_lengths)]
 
-  def commands(self, stage: str) -> List[stock_cli.Command]:
+  def commands(self, stage: str) -> List[commands.Command]:
     """The t5_mesh_transformer commands of a stage ("all": every stage).
 
     Args:
@@ -493,23 +484,23 @@ class Job:
     Returns:
       Shell text with a comment before each command.
     """
-    commands = self.commands(stage)
+    stage_commands = self.commands(stage)
     lines = ["# experiment %s (%s); %s; T5 %s %s; mesh %s" %
              (self.experiment, self.exp.paper,
               describe_attention(self.attention), self.t5_version,
               self.model_size, self.mesh_shape),
              "# create the TPU:",
-             stock_cli.format_command(self.create_tpu_command()),
+             commands.format_command(self.create_tpu_command()),
              "# watch training:",
-             stock_cli.format_command(self.tensorboard_command())]
-    for i, command in enumerate(commands):
-      lines.append("# step %d of %d" % (i + 1, len(commands)))
-      lines.append(stock_cli.format_command(command))
+             commands.format_command(self.tensorboard_command())]
+    for i, command in enumerate(stage_commands):
+      lines.append("# step %d of %d" % (i + 1, len(stage_commands)))
+      lines.append(commands.format_command(command))
     return "\n".join(lines)
 
 
 def run_commands(
-    commands: Sequence[Union[stock_cli.Command, Sequence[str]]]) -> int:
+    to_run: Sequence[Union[commands.Command, Sequence[str]]]) -> int:
   """Runs each command, streaming its output; stops at the first failure.
 
   A SIGTERM (a batch system's stop, a pre-emption of the VM running the
@@ -518,7 +509,7 @@ def run_commands(
   from; call it from the main thread.
 
   Args:
-    commands: Commands or argv lists.
+    to_run: Commands or argv lists.
 
   Returns:
     0; the exit status of the command that failed; or 128 + SIGTERM when
@@ -528,12 +519,12 @@ def run_commands(
     sys.stdout.write(line)
     sys.stdout.flush()
 
-  with stock_cli.sigterm_raises_stopped():
-    for command in commands:
-      print("+ " + stock_cli.format_command(command), flush=True)
+  with runner.sigterm_raises_stopped():
+    for command in to_run:
+      print("+ " + commands.format_command(command), flush=True)
       try:
-        status = stock_cli.run(command, on_line=echo).returncode
-      except stock_cli.Stopped:
+        status = runner.run(command, on_line=echo).returncode
+      except runner.Stopped:
         print("tpu_job: stopped by SIGTERM; the command in progress was "
               "killed. Run the same command again to resume from the "
               "model directory's last checkpoint.", file=sys.stderr)
@@ -607,5 +598,5 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
                                  describe_attention(job.attention)))
       for command in job.commands(_TABLE_STAGES.get(table, "all")):
         # The placeholders are for the shell to expand (in double quotes).
-        lines.append(stock_cli.format_command(command).replace("\\${", "${"))
+        lines.append(commands.format_command(command).replace("\\${", "${"))
   return lines

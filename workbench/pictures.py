@@ -41,9 +41,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gin import config_parser
 import numpy as np
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import reference as ref
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import variants
 
 # Variable (scope-relative) that identifies each synthesizing function, and
 # the class names the gin files use for them.
@@ -51,7 +51,7 @@ COMPONENT_MARKERS = ref.MARKERS
 CLASS_TO_COMPONENT = {cls.__name__: name
                       for name, cls in synthesizers.BY_NAME.items()}
 # The paper's label of each function (its one-function variant's).
-SHORT_NAMES = {v.components[0]: v.label for v in variants.VARIANTS
+SHORT_NAMES = {v.components[0]: v.label for v in attentions.VARIANTS
                if len(v.components) == 1}
 INPUT_INDEPENDENT = ref.INPUT_INDEPENDENT
 ATTENTION_KINDS = ("SynthesizerAttention", "SelfAttention")
@@ -539,7 +539,7 @@ def model_attention(model_dir: str, ids: np.ndarray,
   import tensorflow.compat.v1 as tf
   import t5.models.mesh_transformer  # pylint: disable=unused-import
   import t5_tasks  # pylint: disable=unused-import
-  from mtf_synthesizer.tools_lib import tiny_model
+  from workbench import tiny_model
   # pylint: enable=g-import-not-at-top
   checkpoint = resolve_checkpoint(checkpoint or model_dir)
   shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()

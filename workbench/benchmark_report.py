@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer.tools_lib import benchmarking
+from workbench import benchmarking
 
 V = benchmarking.VANILLA
 ModelShape = benchmarking.ModelShape
@@ -220,7 +220,7 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
   return groups, apart, skipped
 
 
-def _build(variant: benchmarking.Variant, block: Block, entry: Dict,
+def _build(variant: benchmarking.Candidate, block: Block, entry: Dict,
            log: Callable[[str], None]
            ) -> Optional[benchmarking.BuiltModel]:
   """Builds and warms up one model; records its error, returns None."""
@@ -885,7 +885,7 @@ def write(output_dir: str, results: Dict, peaks: List[float],
     quick: a quick run.
     targets: see check_targets ({} for no verdicts).
     with_plot: write benchmark.png.
-    code: the version of the code measured (`source.measured_code`).
+    code: the version of the code measured (`workbench.checkout.commit`).
     optimizer: the blocks' optimizer (a key of benchmarking.OPTIMIZERS).
 
   Returns:

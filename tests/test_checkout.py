@@ -1,0 +1,77 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The workbench runs the checkout (workbench/checkout.py): the tools import
+the working tree's packages, so do the stock-CLI processes they start, and a
+result is named by the checkout's commit."""
+
+import os
+import re
+import subprocess
+import sys
+
+import conftest
+from workbench import checkout
+
+
+def _git(*args):
+  return subprocess.run(["git", "-C", conftest.REPO] + list(args),
+                        capture_output=True, text=True, check=True
+                        ).stdout.strip()
+
+
+def test_the_checkout_is_named_by_its_commit():
+  assert os.path.realpath(checkout.ROOT) == os.path.realpath(conftest.REPO)
+  if not os.path.exists(os.path.join(conftest.REPO, ".git")):
+    assert checkout.commit() == "unknown"
+    return
+  edited = _git("status", "--porcelain", "--untracked-files=no")
+  assert checkout.commit() == _git("rev-parse", "HEAD") + (
+      "+dirty" if edited else "")
+
+
+def test_subprocesses_import_the_working_tree(monkeypatch):
+  monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/elsewhere",
+                                                    checkout.ROOT]))
+  checkout.use_for_subprocesses()
+  assert os.environ["PYTHONPATH"].split(os.pathsep) == [checkout.ROOT,
+                                                         "/elsewhere"]
+  code = ("import mtf_synthesizer, workbench; "
+          "print(mtf_synthesizer.__file__); print(workbench.__file__)")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, check=True, cwd="/").stdout.split()
+  for path in out:
+    assert os.path.realpath(path).startswith(
+        os.path.realpath(checkout.ROOT) + os.sep), out
+
+
+def test_every_tool_puts_the_checkout_first():
+  prelude = ("sys.path.insert(0, os.path.dirname(os.path.dirname(\n"
+             "    os.path.abspath(__file__))))\n")
+  for name in sorted(os.listdir(conftest.TOOLS)):
+    if not name.endswith(".py"):
+      continue
+    with open(os.path.join(conftest.TOOLS, name)) as f:
+      source = f.read()
+    first_party = re.search(
+        r"^(from|import) (mtf_synthesizer|workbench|t5_tasks)\b", source,
+        re.MULTILINE)
+    if first_party:  # (tools/saved_model_predict.py needs TF only)
+      assert 0 <= source.find(prelude) < first_party.start(), name
+
+
+def test_a_tool_imports_the_working_tree_without_pythonpath(tmp_path):
+  # Run as a user runs it: from another directory, no PYTHONPATH.
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  tool = os.path.join(conftest.TOOLS, "paper_commands.py")
+  code = ("import runpy, sys\n"
+          "sys.argv = [%r, '--help']\n"
+          "try:\n"
+          "  runpy.run_path(sys.argv[0], run_name='__main__')\n"
+          "except SystemExit:\n"
+          "  pass\n"
+          "print(sys.modules['mtf_synthesizer'].__file__)\n" % tool)
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, check=True, cwd=str(tmp_path), env=env
+                       ).stdout.split()
+  assert os.path.realpath(out[-1]).startswith(
+      os.path.realpath(checkout.ROOT) + os.sep), out
