@@ -54,11 +54,14 @@ class Attention:
     in_paper: one of the paper's variants; the README's variant table lists
       exactly these (a test checks it). Extensions set False.
     reference: a baseline's defining paper.
-    paper_tables: the tables of the Synthesizer paper that report a
-      baseline.
+    paper_tables: the tables of the Synthesizer paper that report it (the
+      variants of Tables 2-3 are every variant of the paper).
     causal: it can replace the self-attention of a causal stack (a decoder,
       a language model). False: encoders and encoder-only models only; in
       an encoder-decoder the decoder keeps its self-attention.
+    layer: the layer class its gin file puts in the stacks, by name: a
+      baseline's in `mtf_synthesizer`, mesh's `SelfAttention`; "" for the
+      variants (all `SynthesizerAttention`).
   """
   name: str
   label: str
@@ -69,6 +72,7 @@ class Attention:
   reference: str = ""
   paper_tables: Tuple[str, ...] = ()
   causal: bool = True
+  layer: str = ""
 
   @property
   def gin_file(self) -> Optional[str]:
@@ -88,38 +92,51 @@ class Attention:
 _WU = ("Wu et al. 2019, Pay Less Attention with Lightweight and Dynamic "
        "Convolutions")
 
+# The paper's tables, as `cloud_tpu.TABLE_EXPERIMENTS` names them.
+_ALL = ("Table 2-3", "Table 4", "Tables 5-6", "Table 7")
+_T2_T6 = ("Table 2-3", "Table 4", "Tables 5-6")
+_T23 = ("Table 2-3",)
+_T23_T7 = ("Table 2-3", "Table 7")
+
 ATTENTIONS = (
-    # The paper's variants (Table 1; mixtures: eq. 8).
-    Attention("vanilla", "V", components=("dot_product",)),
-    Attention("random", "R", components=("random",), equation="4"),
+    # The paper's variants (Table 1; mixtures: eq. 8). V is the paper's
+    # Transformer, reported in every table.
+    Attention("vanilla", "V", components=("dot_product",),
+              paper_tables=_ALL),
+    Attention("random", "R", components=("random",), equation="4",
+              paper_tables=_T2_T6),
     Attention("fixed_random", "Fix", components=("fixed_random",),
-              equation="4"),
+              equation="4", paper_tables=_T23),
     Attention("factorized_random", "FR", components=("factorized_random",),
-              equation="7"),
-    Attention("dense", "D", components=("dense",), equation="1-3"),
+              equation="7", paper_tables=_T23_T7),
+    Attention("dense", "D", components=("dense",), equation="1-3",
+              paper_tables=_T2_T6),
     Attention("factorized_dense", "FD", components=("factorized_dense",),
-              equation="5-6"),
+              equation="5-6", paper_tables=_T23),
     Attention("random_dense", "R+D", components=("random", "dense"),
-              equation="8"),
+              equation="8", paper_tables=_T23),
     Attention("dense_vanilla", "D+V", components=("dense", "dot_product"),
-              equation="8"),
+              equation="8", paper_tables=_T2_T6),
     Attention("random_vanilla", "R+V", components=("random", "dot_product"),
-              equation="8"),
+              equation="8", paper_tables=_T2_T6),
     Attention("factorized_random_vanilla", "FR+V",
-              components=("factorized_random", "dot_product"), equation="8"),
+              components=("factorized_random", "dot_product"), equation="8",
+              paper_tables=_T23_T7),
     # The baselines.
     Attention("lightweight_conv", "LightConv", Kind.BASELINE, reference=_WU,
-              paper_tables=("Table 4",)),
+              paper_tables=("Table 4",), layer="DecodableLocalConvAttnBlock"),
     Attention("dynamic_conv", "DyConv", Kind.BASELINE, reference=_WU,
-              paper_tables=("Table 4", "Tables 5-6")),
+              paper_tables=("Table 4", "Tables 5-6"),
+              layer="DecodableLocalConvAttnBlock"),
     Attention("local_attention", "Local", Kind.BASELINE,
               reference="mesh's LocalSelfAttention window (not in the "
-              "paper)"),
+              "paper)", layer="WindowedSelfAttention"),
     Attention("linformer", "Linformer", Kind.BASELINE,
               reference="Wang et al. 2020, Linformer: Self-Attention with "
-              "Linear Complexity", paper_tables=("Table 7",), causal=False),
+              "Linear Complexity", paper_tables=("Table 7",), causal=False,
+              layer="LinformerAttention"),
     # Mesh's own SelfAttention, as in T5's model files.
-    Attention("t5_attention", "V (mesh)", Kind.MESH),
+    Attention("t5_attention", "V (mesh)", Kind.MESH, layer="SelfAttention"),
 )
 
 VARIANTS = tuple(a for a in ATTENTIONS if a.kind is Kind.SYNTHESIZER)

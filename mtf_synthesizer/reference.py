@@ -12,27 +12,15 @@ checkpoints with it.
 Variables are passed by their name local to the attention layer's scope,
 e.g. "random/R", "q", "mixture/alpha_logits".
 
-Adding a synthesizing function: its logits in `synthesized_logits`, its
-variables in `variable_shapes`, and the variable that marks it in `MARKERS`
-(and `INPUT_INDEPENDENT` if its logits do not depend on the input).
+Adding a synthesizing function: its logits in `synthesized_logits` and its
+variables in `variable_shapes`.
 """
 
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-# The local variable whose presence shows that a layer uses each function.
-MARKERS = {
-    "random": "random/R",
-    "fixed_random": "fixed_random/R",
-    "factorized_random": "factorized_random/R1",
-    "dense": "dense/w2",
-    "factorized_dense": "factorized_dense/wa",
-    "dot_product": "k",
-}
-# Functions whose logits are a table of positions (no input).
-INPUT_INDEPENDENT = ("random", "fixed_random", "factorized_random")
 MIXTURE_LOGITS = "mixture/alpha_logits"
 
 
@@ -110,7 +98,8 @@ def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
     kind: random, fixed_random, factorized_random, dense, factorized_dense,
       dot_product.
     v: variables by local name (e.g. "random/R", "q").
-    x: [length, d_model]; may be None for INPUT_INDEPENDENT kinds.
+    x: [length, d_model]; None for a function that does not read the input
+      (R, Fix, FR).
     h: head index.
     dk: per-head width.
     pos: [length] positions of the tokens inside their segments.
@@ -125,6 +114,8 @@ def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
     r1 = v["factorized_random/R1"][h]          # eq. 7
     r2 = v["factorized_random/R2"][h]
     return r1[pos] @ r2[pos].T
+  if x is None:
+    raise ValueError("%s reads the input: x is needed." % kind)
   if kind == "dense":                           # eq. 1-2
     hid = np.maximum(x @ v["dense/w1"][:, h] + v["dense/b1"][h], 0.0)
     rows = hid @ v["dense/w2"][h] + v["dense/b2"][h]
@@ -145,31 +136,38 @@ def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
   raise ValueError(kind)
 
 
+def _own_variables(kind: str, v: Dict[str, np.ndarray]) -> List[np.ndarray]:
+  """The variables under a function's scope, e.g. [R1, R2] of FR."""
+  own = [v[n] for n in sorted(v) if n.startswith(kind + "/")]
+  if not own:
+    raise ValueError("no variable of %s among %s" % (kind, sorted(v)))
+  return own
+
+
 def max_positions(kind: str, v: Dict[str, np.ndarray]) -> int:
-  """The number of positions the table of an INPUT_INDEPENDENT kind holds."""
-  if kind not in INPUT_INDEPENDENT:
-    raise ValueError("%s depends on the input." % kind)
-  return v[MARKERS[kind]].shape[1]
+  """The positions N that the [heads, N, ...] tables of R, Fix or FR hold."""
+  return _own_variables(kind, v)[0].shape[1]
 
 
 def synthetic_logits(kind: str, v: Dict[str, np.ndarray],
                      length: int) -> np.ndarray:
-  """R or R1 R2^T of an INPUT_INDEPENDENT kind: [heads, length, length].
+  """R or R1 R2^T of a function that does not read the input.
 
   Args:
-    kind: an INPUT_INDEPENDENT function.
+    kind: random, fixed_random or factorized_random.
     v: variables by local name.
     length: positions to keep; at most `max_positions`.
 
   Returns:
-    The logits of every head at positions 0..length-1.
+    The logits of every head at positions 0..length-1: [heads, length,
+    length].
   """
   if length > max_positions(kind, v):
     raise ValueError("length %d exceeds max_length %d"
                      % (length, max_positions(kind, v)))
   pos = np.arange(length)
   return np.stack([synthesized_logits(kind, v, None, h, 0, pos)
-                   for h in range(v[MARKERS[kind]].shape[0])])
+                   for h in range(_own_variables(kind, v)[0].shape[0])])
 
 
 def mixture_weights(v: Dict[str, np.ndarray]) -> Optional[np.ndarray]:
@@ -326,31 +324,6 @@ def rms_norm(x: np.ndarray, scale: np.ndarray,
              epsilon: float = 1e-6) -> np.ndarray:
   """mesh's layer norm: x / sqrt(mean(x^2) + epsilon) * scale (last axis)."""
   return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + epsilon) * scale
-
-
-def numerical_grad(f: Callable[[], float], value: np.ndarray,
-                   eps: float = 1e-4) -> np.ndarray:
-  """Central differences of scalar f with respect to `value` (in place).
-
-  Args:
-    f: computes the scalar from the current contents of `value`.
-    value: the array to perturb (restored afterwards).
-    eps: the step.
-
-  Returns:
-    df/dvalue, like value (float64).
-  """
-  grad = np.zeros_like(value, dtype=np.float64)
-  flat = value.reshape(-1)
-  for i in range(flat.size):
-    old = flat[i]
-    flat[i] = old + eps
-    up = f()
-    flat[i] = old - eps
-    down = f()
-    flat[i] = old
-    grad.reshape(-1)[i] = (up - down) / (2 * eps)
-  return grad
 
 
 def linformer(v: Dict[str, np.ndarray], x: np.ndarray, num_heads: int,

@@ -31,7 +31,7 @@ is cast to float32 before the mixture weight and the final product.
 
 import dataclasses
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 from absl import logging
 import gin
@@ -269,19 +269,50 @@ def _fan_in_normal(fan_in: int) -> tf.keras.initializers.Initializer:
   return tf.random_normal_initializer(stddev=fan_in ** -0.5)
 
 
+# Every synthesizing function by its name, in the order of definition;
+# filled in as the classes are defined (SynthesizingFunction.__init_subclass__).
+BY_NAME: Dict[str, Type["SynthesizingFunction"]] = {}
+
+
 class SynthesizingFunction:
   """Base class: computes attention logits per head.
 
-  Subclasses set `name` (their variable scope), say whether they need the
-  layer's query and key projections, and whether their logits read weights
-  indexed by token position (`indexes_positions`: a table over positions,
-  or a projection onto them), which packed examples index by the position
-  inside each segment.
+  Subclasses set `name` (their variable scope) and state their properties,
+  which the tests and tools select functions by (never by lists of names):
+
+    * `needs_queries`, `needs_keys`: they read the layer's query and key
+      projections;
+    * `indexes_positions`: their logits read weights indexed by token
+      position (a table over positions, or a projection onto them), which
+      packed examples index by the position inside each segment;
+    * `input_independent`: their logits are a table of positions that does
+      not read the input (R, Fix, FR: "nothing (global)" in Table 1);
+    * `marker_variable`: their first variable, under their scope; its
+      presence in a checkpoint shows that a layer uses them (`marker()`).
+
+  A subclass with its own `name` is registered in `BY_NAME` when it is
+  defined (Mixture is not: it composes the others).
   """
   name = "synthesizer"
   needs_queries = False
   needs_keys = False
   indexes_positions = True
+  input_independent = False
+  marker_variable = ""
+
+  def __init_subclass__(cls, register: bool = True, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if register and "name" in cls.__dict__:
+      BY_NAME[cls.name] = cls
+
+  @classmethod
+  def marker(cls) -> str:
+    """The variable (local to the attention layer) that shows the function.
+
+    Returns:
+      E.g. "random/R".
+    """
+    return "%s/%s" % (cls.name, cls.marker_variable)
 
   def logits(self, inputs: SynthesisInputs,
              scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
@@ -367,6 +398,12 @@ class DotProduct(SynthesizingFunction):
   needs_keys = True
   indexes_positions = False
 
+  @classmethod
+  def marker(cls) -> str:
+    # No variable of its own: the layer's key projection (mesh's SelfAttention
+    # has it too, but no SynthesizerAttention scope).
+    return "k"
+
   def logits(self, inputs, scale=None):
     q = _float32(inputs.queries, scale)
     k = _float32(inputs.keys)
@@ -383,6 +420,8 @@ class Random(SynthesizingFunction):
   starts close to uniform.
   """
   name = "random"
+  input_independent = True
+  marker_variable = "R"
   trainable = True
 
   def __init__(self, initializer_scale: float = 1.0):
@@ -441,6 +480,8 @@ class FactorizedRandom(SynthesizingFunction):
   use before the product, so the work is length * memory_length * k.
   """
   name = "factorized_random"
+  input_independent = True
+  marker_variable = "R1"
 
   def __init__(self, k: int = 8):
     """Creates the function.
@@ -526,6 +567,7 @@ class Dense(SynthesizingFunction):
   W2: hidden -> N; column j of B is the logit for memory position j.
   """
   name = "dense"
+  marker_variable = "w2"
 
   def __init__(self, hidden_size: Optional[int] = None, use_bias: bool = True,
                share_query_projection: bool = False):
@@ -654,6 +696,7 @@ class FactorizedDense(SynthesizingFunction):
   C_{i,j} = A_{i, j mod a} * B_{i, floor(j / a)}.
   """
   name = "factorized_dense"
+  marker_variable = "wa"
 
   def __init__(self, a: Optional[int] = None, b: Optional[int] = None,
                hidden_size: Optional[int] = None, use_bias: bool = True):
@@ -787,7 +830,7 @@ class FactorizedDense(SynthesizingFunction):
 
 
 @gin.configurable(module="synthesizers")
-class Mixture(SynthesizingFunction):
+class Mixture(SynthesizingFunction, register=False):
   """Mixture Synthesizer (+), eq. 8: softmax(sum_i alpha_i S_i(X)) G(X).
 
   alpha = softmax(w) over the components, one w per head (and per layer), w
@@ -825,6 +868,10 @@ class Mixture(SynthesizingFunction):
   @property
   def indexes_positions(self):
     return any(c.indexes_positions for c in self.components)
+
+  @property
+  def input_independent(self):
+    return all(c.input_independent for c in self.components)
 
   def weights(self, inputs: SynthesisInputs) -> Optional[mtf.Tensor]:
     """Returns alpha: [synth_components] + heads dims, summing to one."""
@@ -896,11 +943,3 @@ def compose(synthesizers: Sequence[SynthesizingFunction],
   return Mixture(synthesizers, learned_weights=learned_mixture_weights)
 
 
-BY_NAME = {
-    "dot_product": DotProduct,
-    "random": Random,
-    "fixed_random": FixedRandom,
-    "factorized_random": FactorizedRandom,
-    "dense": Dense,
-    "factorized_dense": FactorizedDense,
-}

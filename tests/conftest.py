@@ -16,7 +16,7 @@ import os
 import runpy
 import subprocess
 import sys
-from typing import Sequence
+from typing import List, Sequence
 from unittest import mock
 
 import pytest
@@ -60,6 +60,31 @@ def pytest_configure(config):
 
 VARIANTS = attentions.VARIANT_NAMES
 T5_VANILLA = attentions.MESH_SELF_ATTENTION.name  # no variant file
+
+
+def covering_variants(functions: Sequence[str]) -> List[str]:
+  """A sample of the variant table derived from it: few rows, all functions.
+
+  Greedy: the variant that uses the most of the functions not yet covered,
+  the table's order breaking ties, until every one of `functions` is used by
+  some chosen variant. A new function (or variant) changes the sample by
+  itself.
+
+  Args:
+    functions: names of synthesizing functions (`synthesizers.BY_NAME`).
+
+  Returns:
+    Variant names, in the table's order.
+  """
+  left, chosen = set(functions), []
+  while left:
+    best = max(attentions.VARIANTS,
+               key=lambda v: len(left & set(v.components)))
+    if not left & set(best.components):
+      raise ValueError("no variant uses %s" % sorted(left))
+    chosen.append(best.name)
+    left -= set(best.components)
+  return [v for v in attentions.VARIANT_NAMES if v in chosen]
 TRAIN_STEPS = 2
 LENGTH = 64
 

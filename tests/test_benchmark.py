@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from mtf_synthesizer import attentions
 from workbench import benchmark_report
 from workbench import benchmarking
 
@@ -46,7 +47,7 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
            if v.name not in benchmarking.ALIASES and
            v.name not in benchmarking.SKIPPED]
   assert sorted(block["results"]) == sorted(names)
-  assert {"LightConv", "DyConv", "Local", "Linformer"} <= set(names)
+  assert {b.label for b in attentions.BASELINES} <= set(names)
   # Linformer cannot be causal: not built in the LM, and says why.
   linformer = block["results"]["Linformer"]
   assert linformer["skip_kind"] == "not causal", linformer
@@ -69,9 +70,10 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
     assert 0 < entry["mfu"] < 10, name
     assert entry["top_ops"], name
     assert entry["memory_estimate"]["largest_bytes"] > 0, name
-  # The baselines that decode do (the convolutions and Local).
-  for name in ("LightConv", "DyConv", "Local"):
-    assert block["results"][name]["decodes"], name
+  # The baselines that decode do (the causal ones: the convolutions, Local).
+  for baseline in attentions.BASELINES:
+    if baseline.causal:
+      assert block["results"][baseline.label]["decodes"], baseline.label
   assert block["results"]["V"]["time_ratio"] == 1.0
   # The vanilla layer has the most parameters in the attention, R none of
   # its q/k: a sanity check of the parameter count, not of speed.
@@ -84,15 +86,15 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
   assert "slowest models" in table
 
 
-@pytest.mark.slow  # builds three models
-def test_linformer_runs_in_the_encoder_only_model():
+@pytest.mark.slow  # builds a model per name
+def test_baselines_that_cannot_be_causal_run_in_the_encoder_only_model():
+  names = ["V"] + [b.label for b in attentions.BASELINES if not b.causal]
   block = benchmark_report.Block(
       "encoder-only 16x2", dataclasses.replace(QUICK_SHAPE, causal=False),
-      benchmarking.RunShape(16, 2), ["V", "Linformer", "LightConv"],
-      rounds=1, steps=1)
+      benchmarking.RunShape(16, 2), names, rounds=1, steps=1)
   results = benchmark_report.run_block(
       block, 1e10, benchmark_report.Log(quiet=True))["results"]
-  for name in ("V", "Linformer", "LightConv"):
+  for name in names:
     assert "skipped" not in results[name] and "error" not in results[name], (
         name, results[name])
     assert results[name]["step_s"] > 0, name
@@ -128,6 +130,8 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   assert benchmarking.memory_skip_reason(estimate, budget=100 * GIB) is None
   total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
   assert 0 < benchmarking.memory_budget_bytes(0.5) <= 0.5 * total
+  # A scenario of the memory planner with known sizes (not a guarantee over
+  # the variants): V, ours, the tables of R and Fix, D and FD, the release.
   names = ["V", "V(ours)", "R", "Fix", "D", "FD", "release:random"]
   estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
                for n in names}
@@ -161,6 +165,8 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
 def test_models_timed_apart_run_in_their_own_process_with_ratios():
   block = benchmark_report.Block(
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
+      # A scenario (not a guarantee over the variants): D fits beside V, R's
+      # table does not.
       ["V", "D", "R"], rounds=1, steps=1, decode=(1, 3), decode_rounds=1)
   estimates = {n: benchmarking.estimate_memory(_variant(n), QUICK_SHAPE,
                                                block.run)
@@ -179,7 +185,7 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
   results = out["results"]
   assert results["R"]["timed_apart"] and "timed_apart" not in results["D"]
   assert results["D"]["group"] == 0
-  for name in ("V", "D", "R"):
+  for name in block.variants:
     assert results[name]["speed_vs_v"] > 0, (name, results[name])
     assert results[name]["peak_step_bytes"] > 0, name
     assert results[name]["top_ops"], name
@@ -202,6 +208,7 @@ def test_a_process_that_dies_loses_only_its_models():
 def test_run_block_skips_what_does_not_fit_without_building():
   block = benchmark_report.Block(
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
+      # A scenario: nothing fits, whatever the model.
       ["V", "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
   # A 1 KiB budget: nothing fits, nothing is built, each row says why.
   out = benchmark_report.run_block(block, 1e10,

@@ -28,6 +28,10 @@ from mtf_synthesizer.jobs import runner
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
 
+# A deliberate sample (each export is a stock-CLI run of about a minute): a
+# position table (R), a function of the input (D), a mixture with the dot
+# product (FR+V) and the dot product alone (V); the export's code path does
+# not depend on the function beyond these.
 VARIANTS = ("random", "dense", "factorized_random_vanilla", "vanilla")
 README_EXPORT = doc_blocks.find("README.md", "--mode=export_predict",
                                 program=doc_blocks.CLI)

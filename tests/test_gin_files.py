@@ -15,8 +15,6 @@ import pytest
 import mtf_synthesizer as ms
 from mtf_synthesizer import attentions
 from mtf_synthesizer import gin_path
-from mtf_synthesizer import linformer
-from mtf_synthesizer import local_attention
 from mtf_synthesizer import local_conv
 import t5.models
 
@@ -140,15 +138,32 @@ def test_readme_variant_table_follows_the_variant_table():
     cells = by_file[variant.gin_file]
     assert cells[0].strip().split(" (")[0] == variant.label
     assert cells[2].strip() == (variant.equation or "–")
+    assert _paper_tables(cells[-1]) == set(variant.paper_tables)
 
 
-# Every baseline file: its layer in each stack, and which stacks are causal.
-_BASELINES = {
-    "lightweight_conv": local_conv.DecodableLocalConvAttnBlock,
-    "dynamic_conv": local_conv.DecodableLocalConvAttnBlock,
-    "local_attention": local_attention.WindowedSelfAttention,
-    "linformer": linformer.LinformerAttention,
-}
+def _paper_tables(cell: str) -> set:
+  """{"Table 4", "Tables 5-6"} from a documents' cell "4, 5-6"."""
+  numbers = [t.strip() for t in cell.replace("–", "").split(",")]
+  return {("Tables " if t == "5-6" else "Table ") + t for t in numbers if t}
+
+
+def test_baselines_doc_table_follows_the_attention_table():
+  """docs/baselines.md: one row per baseline, its paper's tables."""
+  doc = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "docs", "baselines.md")
+  with open(doc) as f:
+    rows = [line.split("|")[1:-1] for line in f
+            if line.startswith("| ") and "`baselines/" in line]
+  by_file = {cells[1].strip().strip("`"): cells for cells in rows}
+  assert sorted(by_file) == sorted(b.gin_file for b in attentions.BASELINES)
+  for baseline in attentions.BASELINES:
+    assert _paper_tables(by_file[baseline.gin_file][-1].strip()) == set(
+        baseline.paper_tables), baseline.name
+
+
+# Every baseline file: its layer in each stack (the table's `layer`), and
+# which stacks are causal.
+_BASELINES = {b.name: getattr(ms, b.layer) for b in attentions.BASELINES}
 _CONVOLUTIONS = {
     "lightweight_conv": transformer_layers.LightweightConv1DLocalAttn,
     "dynamic_conv": transformer_layers.DynamicConv1DLocalAttn,
@@ -156,8 +171,8 @@ _CONVOLUTIONS = {
 
 
 def test_every_baseline_file_has_a_row_and_every_row_a_file():
-  assert sorted(gin_path.gin_files("baselines")) == sorted(attentions.BASELINE_NAMES)
-  assert sorted(_BASELINES) == sorted(attentions.BASELINE_NAMES)
+  assert sorted(gin_path.gin_files("baselines")) == sorted(
+      attentions.BASELINE_NAMES)
   for baseline in attentions.BASELINES:
     assert attentions.get(baseline.label) is baseline
     assert os.path.exists(os.path.join(gin_path.GIN_DIR, baseline.gin_file))

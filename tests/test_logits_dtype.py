@@ -44,25 +44,21 @@ RTOL, ATOL = 1e-6, 1e-6
 GRID = {"w1": (3, 8), "b1": (3, 8), "wa": (2, 8), "wb": (2, 8),
         "ba": (32, 64), "bb": (32, 64)}
 
+# Every synthesizing function (small sizes), and Dense's other form.
+_ARGS = {"factorized_random": {"k": 3}}
 FUNCTIONS = {
-    "random": lambda: synthesizers.Random(),
-    "fixed_random": lambda: synthesizers.FixedRandom(),
-    "factorized_random": lambda: synthesizers.FactorizedRandom(k=3),
-    "dense": lambda: synthesizers.Dense(),
-    "dense_shared_query": lambda: synthesizers.Dense(
-        use_bias=False, share_query_projection=True),
-    "factorized_dense": lambda: synthesizers.FactorizedDense(),
-    "dot_product": lambda: synthesizers.DotProduct(),
-}
-ALL_SIX = ("random", "fixed_random", "factorized_random", "dense",
-           "factorized_dense", "dot_product")
+    name: (lambda cls=cls, name=name: cls(**_ARGS.get(name, {})))
+    for name, cls in synthesizers.BY_NAME.items()}
+FUNCTIONS["dense_shared_query"] = lambda: synthesizers.Dense(
+    use_bias=False, share_query_projection=True)
+ALL_FUNCTIONS = tuple(synthesizers.BY_NAME)
 
 CASES = [((name,), False) for name in FUNCTIONS] + [
     (("dense", "dot_product"), False),
     (("random", "dot_product"), False),
     (("factorized_random", "factorized_dense"), False),
-    (ALL_SIX, False),
-    (ALL_SIX, True),  # packed: per-example positions, gathers
+    (ALL_FUNCTIONS, False),
+    (ALL_FUNCTIONS, True),  # packed: per-example positions, gathers
 ]
 
 

@@ -26,6 +26,7 @@ import mesh_tensorflow as mtf
 import pytest
 import tensorflow.compat.v1 as tf
 
+import conftest
 from mtf_synthesizer import attentions
 from mtf_synthesizer import mesh_defaults
 from mtf_synthesizer import synthesizers
@@ -37,11 +38,12 @@ pytestmark = pytest.mark.slow
 VARIANTS = attentions.VARIANT_NAMES
 MESHES = audit_lib.MESHES
 # Packed examples (the synthesizers gather their tables per example) on the
-# mesh with both axes, for variants that between them use every gathered
-# table (R, FR, D, FD; Fix is R's code); MTF_SYNTHESIZER_ALL_LAYOUTS=1 runs
-# them all, on both meshes.
-_PACKED_VARIANTS = ["random_dense", "factorized_random_vanilla",
-                    "factorized_dense"]
+# mesh with both axes, for a sample of variants that between them use every
+# function that indexes positions; MTF_SYNTHESIZER_ALL_LAYOUTS=1 runs them
+# all, on both meshes.
+_PACKED_VARIANTS = conftest.covering_variants(
+    [name for name, cls in synthesizers.BY_NAME.items()
+     if cls.indexes_positions])
 _PACKED_MESHES = [MESHES[0]]
 if os.environ.get("MTF_SYNTHESIZER_ALL_LAYOUTS"):
   _PACKED_VARIANTS, _PACKED_MESHES = VARIANTS, MESHES

@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import synthesizers
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -29,8 +31,11 @@ pytestmark = pytest.mark.slow
 LENGTH = 32  # <= the trained models' max_length (conftest.LENGTH)
 # (inputs length, targets length) of the examples; two per packed row.
 EXAMPLES = [(9, 5), (14, 8), (12, 6), (16, 9)]
-VARIANTS = ["random", "factorized_random", "dense", "factorized_dense",
-            "random_vanilla"]
+# Every variant with a function that indexes positions (packing gathers its
+# tables per segment).
+VARIANTS = [v.name for v in attentions.VARIANTS
+            if any(synthesizers.BY_NAME[c].indexes_positions
+                   for c in v.components)]
 # The position-indexed tables: given large random values, so that reading
 # them at the wrong positions changes the loss visibly.
 TABLES = ("/random/R", "/factorized_random/R1", "/factorized_random/R2",

@@ -76,14 +76,12 @@ def test_errors_at_graph_build():
     ms.SynthesizerAttention(synthesizers=[ms.Random(), ms.Random()])
 
 
+# Every variant of the table, by its label: its functions at small sizes.
+_ARGS = {"factorized_random": {"k": 2}}
 VARIANTS = {
-    "R": [ms.Random()], "Fix": [ms.FixedRandom()],
-    "FR": [ms.FactorizedRandom(k=2)], "D": [ms.Dense()],
-    "FD": [ms.FactorizedDense()], "V": [ms.DotProduct()],
-    "R+V": [ms.Random(), ms.DotProduct()],
-    "D+V": [ms.Dense(), ms.DotProduct()], "R+D": [ms.Random(), ms.Dense()],
-    "FR+V": [ms.FactorizedRandom(k=2), ms.DotProduct()],
-}
+    v.label: [ms.synthesizers.BY_NAME[c](**_ARGS.get(c, {}))
+              for c in v.components]
+    for v in ms.attentions.VARIANTS}
 
 
 def _lm(synthesizers, vocab=16, length=8):

@@ -27,11 +27,11 @@ FUNCTIONS = {
 }
 
 # The compositions checked against the reference: every variant of the
-# table (alternately causal), every function alone, and a three-way mixture.
+# table (alternately causal), every function alone, and all of them at once.
 _KINDS = list(dict.fromkeys(
     [v.components for v in ms.attentions.VARIANTS] +
     [(name,) for name in sorted(FUNCTIONS)] +
-    [("random", "factorized_dense", "dot_product")]))
+    [tuple(FUNCTIONS)]))
 CASES = [(kinds, i % 2 == 1) for i, kinds in enumerate(_KINDS)]
 
 
@@ -99,12 +99,12 @@ def test_fixed_random_is_not_trainable():
 
 
 def test_mixture_weights_start_equal_and_sum_to_one():
-  kinds = ("random", "dense", "dot_product")
+  kinds = tuple(FUNCTIONS)
   run = layer_harness.run_layer(_layer(kinds), _x())
   v = _local(run.variables)
   np.testing.assert_array_equal(v["mixture/alpha_logits"],
-                                np.zeros((3, HEADS)))
-  # With alpha_i = 1/3 the layer equals the reference with equal weights.
+                                np.zeros((len(kinds), HEADS)))
+  # With alpha_i = 1/n the layer equals the reference with equal weights.
   expected = ref.layer_output(kinds, v, _x(), HEADS, DK)
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
@@ -173,6 +173,23 @@ def test_indexes_positions_says_whether_positions_change_the_output(kind):
   assert changed == ms.synthesizers.BY_NAME[kind].indexes_positions
 
 
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
+def test_input_independent_says_whether_the_input_changes_the_logits(kind):
+  """The property the pictures tool reads tables without an input by."""
+  first = layer_harness.run_layer(_layer([kind]), _x())
+  v = _local({**first.variables, **_perturb(first, [kind], 5)})
+  pos = np.arange(LENGTH)
+  logits = [ref.synthesized_logits(kind, v, x[0], 1, DK, pos)
+            for x in (_x(seed=1), _x(seed=2))]
+  independent = ms.synthesizers.BY_NAME[kind].input_independent
+  assert np.allclose(logits[0], logits[1]) == independent
+  if independent:
+    np.testing.assert_array_equal(
+        ref.synthesized_logits(kind, v, None, 1, DK, pos), logits[0])
+  # The marker is one of the function's variables.
+  assert ms.synthesizers.BY_NAME[kind].marker() in v
+
+
 @pytest.mark.parametrize("kind", POSITIONAL)
 def test_packed_positions_are_relative_to_segments(kind):
   # Two segments per row: [0..3] and [0..1]; the second row one segment.
@@ -193,15 +210,16 @@ def test_packed_positions_are_relative_to_segments(kind):
                              atol=2e-5)
 
 
-@pytest.mark.parametrize("kind", ["random", "dense", "dot_product"])
+@pytest.mark.parametrize("kind", sorted(FUNCTIONS))
 def test_one_head(kind):
   layer = _layer([kind], num_heads=1, key_value_size=DK)
   run = layer_harness.run_layer(layer, _x(), causal=True)
   v = _local(run.variables)
-  # Variables have no heads dimension with one head; add it for the
-  # reference.
-  v = {k: (val[None] if k.startswith(("random/", "dense/w2", "dense/b"))
-           else val[:, None] if k == "dense/w1" else val)
+  # A function's variables have no heads dimension with one head; add it
+  # where the reference has it (first; second in the [d_model, heads,
+  # hidden] first layer w1).
+  v = {k: (val if "/" not in k else val[:, None] if k.endswith("/w1")
+           else val[None])
        for k, val in v.items()}
   expected = ref.layer_output([kind], v, _x(), 1, DK, causal=True)
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)

@@ -295,11 +295,6 @@ def test_model_type_is_a_real_mesh_model_type():
 
 # --- baselines ----------------------------------------------------------------
 
-# The baseline rows of the paper's tables (its text: Table 4 DyConv and
-# LightConv, Tables 5-6 DyConv, Table 7 Linformer; Tables 2-3 none), by the
-# paper's labels.
-_PAPER_BASELINES = {"Table 2-3": set(), "Table 4": {"DyConv", "LightConv"},
-                    "Tables 5-6": {"DyConv"}, "Table 7": {"Linformer"}}
 # The commands of one job of each table: Table 4 is the C4 pretraining alone.
 _TABLE_JOB_COMMANDS = {"Table 4": 1, "Tables 5-6": 4, "Table 7": 2}
 
@@ -323,34 +318,27 @@ def _baseline_header(experiment, baseline):
                                    baseline.name, baseline.label)
 
 
-# The Synthesizer rows of the paper's Tables 4-7 (Table 4: Syn (D), (R),
-# (R+V), (D+V) beside the Transformer; Tables 5-6: (R), (D), (D+V), (R+V);
-# Table 7: (FR), (FR+V)), by the paper's labels, V for its Transformer.
-_PAPER_VARIANTS = {"Table 4": {"V", "D", "R", "R+V", "D+V"},
-                   "Tables 5-6": {"V", "R", "D", "R+V", "D+V"},
-                   "Table 7": {"V", "FR", "FR+V"}}
-
-
-def test_table_variants_are_the_papers():
-  labels = {table: {attentions.get(name).label for name in names}
-            for table, names in cloud_tpu.TABLE_VARIANTS.items()
-            if table in _PAPER_VARIANTS}
-  assert labels == _PAPER_VARIANTS
-
-
-def test_table_baselines_are_the_papers():
-  labels = {table: {attentions.get(name).label for name in names}
-            for table, names in cloud_tpu.TABLE_BASELINES.items()}
-  assert labels == _PAPER_BASELINES
-  for baseline in attentions.BASELINES:
-    assert set(baseline.paper_tables) <= set(cloud_tpu.TABLE_EXPERIMENTS)
+def test_each_table_runs_the_rows_that_report_it():
+  # The paper's tables are facts of the attention table (its paper_tables,
+  # checked against README.md and docs/baselines.md by test_gin_files).
+  for table in cloud_tpu.TABLE_EXPERIMENTS:
+    for rows, names in ((attentions.VARIANTS, cloud_tpu.TABLE_VARIANTS),
+                        (attentions.BASELINES, cloud_tpu.TABLE_BASELINES)):
+      assert set(names[table]) == {a.name for a in rows
+                                   if table in a.paper_tables}
+    assert "vanilla" in cloud_tpu.TABLE_VARIANTS[table]  # the Transformer
+  for attention in attentions.ATTENTIONS:
+    assert set(attention.paper_tables) <= set(cloud_tpu.TABLE_EXPERIMENTS)
+  assert cloud_tpu.TABLE_VARIANTS["Table 2-3"] == tuple(
+      v.name for v in attentions.VARIANTS if v.in_paper)
+  assert not cloud_tpu.TABLE_BASELINES["Table 2-3"]
 
 
 @pytest.mark.parametrize("table", sorted(_TABLE_JOB_COMMANDS))
 def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
   jobs = _paper_commands(monkeypatch, "--table", table)
   wanted = [attentions.get(label)
-            for label in sorted(_PAPER_BASELINES[table])]
+            for label in cloud_tpu.TABLE_BASELINES[table]]
   for experiment in cloud_tpu.TABLE_EXPERIMENTS[table]:
     exp = cloud_tpu.EXPERIMENTS[experiment]
     for baseline in wanted:

@@ -47,13 +47,15 @@ from mtf_synthesizer import synthesizers
 
 # Variable (scope-relative) that identifies each synthesizing function, and
 # the class names the gin files use for them.
-COMPONENT_MARKERS = ref.MARKERS
+COMPONENT_MARKERS = {name: cls.marker()
+                     for name, cls in synthesizers.BY_NAME.items()}
 CLASS_TO_COMPONENT = {cls.__name__: name
                       for name, cls in synthesizers.BY_NAME.items()}
 # The paper's label of each function (its one-function variant's).
 SHORT_NAMES = {v.components[0]: v.label for v in attentions.VARIANTS
                if len(v.components) == 1}
-INPUT_INDEPENDENT = ref.INPUT_INDEPENDENT
+INPUT_INDEPENDENT = tuple(name for name, cls in synthesizers.BY_NAME.items()
+                          if cls.input_independent)
 ATTENTION_KINDS = ("SynthesizerAttention", "SelfAttention")
 DEFAULT_TEXT = "The list.sort() method sorts the list in place."
 _LAYER_RE = re.compile(

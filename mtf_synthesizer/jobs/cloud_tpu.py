@@ -159,18 +159,6 @@ EXPERIMENTS = {
 }
 
 
-def _names(*labels: str) -> tuple:
-  return tuple(attentions.get(label).name for label in labels)
-
-
-# The Synthesizer variants each table of the paper reports, by the paper's
-# labels.
-TABLE_VARIANTS = {
-    "Table 2-3": attentions.VARIANT_NAMES,
-    "Table 4": _names("V", "D", "R", "R+V", "D+V"),
-    "Tables 5-6": _names("V", "R", "D", "R+V", "D+V"),
-    "Table 7": _names("V", "FR", "FR+V"),
-}
 # The experiments behind each table.
 TABLE_EXPERIMENTS = {
     "Table 2-3": ("wmt_ende", "wmt_enfr", "lm1b", "cnn_dm", "personachat"),
@@ -178,12 +166,16 @@ TABLE_EXPERIMENTS = {
     "Tables 5-6": ("c4_glue_superglue",),
     "Table 7": ("ag_news", "imdb"),
 }
-# The baselines each table reports: `paper_tables` of mtf_synthesizer/
-# baselines.py, the one place that says so. The paper's Tables 2-3 report
-# none.
+# The variants and the baselines each table reports: `paper_tables` of the
+# attention table (mtf_synthesizer/attentions.py), the one place that says
+# so. The paper's Tables 2-3 report no baseline.
+TABLE_VARIANTS = {
+    table: tuple(a.name for a in attentions.VARIANTS
+                 if table in a.paper_tables)
+    for table in TABLE_EXPERIMENTS}
 TABLE_BASELINES = {
-    table: tuple(b.name for b in attentions.BASELINES
-                 if table in b.paper_tables)
+    table: tuple(a.name for a in attentions.BASELINES
+                 if table in a.paper_tables)
     for table in TABLE_EXPERIMENTS}
 # Table 4 is the pretraining stage of the C4 + GLUE/SuperGLUE job.
 _TABLE_STAGES = {"Table 4": "pretrain"}
