@@ -12,7 +12,6 @@ relative_attention_type, ...) apply to this layer too: the constructor
 declares only the arguments that are new.
 """
 
-import math
 from typing import Optional, Sequence
 
 from absl import logging
@@ -21,9 +20,11 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import control
 from mtf_synthesizer import release
 from mtf_synthesizer import synthesizers as synth_lib
+from mtf_synthesizer.ops import order
+from mtf_synthesizer.ops import positions as positions_lib
+from mtf_synthesizer.ops import softmax as softmax_lib
 
 # (sequence length, max_length) pairs already reported, to say it once.
 _SAID = set()
@@ -88,229 +89,6 @@ def packed_sequence_id(context) -> Optional[mtf.Tensor]:
       getattr(operation, "_tf_fn", None) is tf.minimum):
     return None
   return sequence_id
-
-
-def positions_in_segments(sequence_id: mtf.Tensor,
-                          length_dim: mtf.Dimension) -> mtf.Tensor:
-  """Each token's position inside its own segment, from the segment ids.
-
-  Segments are runs of equal ids along `length_dim` (as T5 packs them:
-  1 1 1 2 2 0 0 gives positions 0 1 2 0 1 0 1). The work is linear in the
-  length: a segment-min of the row indices per run, per example.
-
-  Args:
-    sequence_id: int Tensor with `length_dim` (batch dims + length).
-    length_dim: the length dimension; it must not be split across devices.
-
-  Returns:
-    An int32 Tensor shaped like sequence_id.
-  """
-  axis = sequence_id.shape.dims.index(length_dim)
-
-  def tf_positions(ids):
-    ids = tf.cast(ids, tf.int32)
-    perm = list(range(ids.shape.ndims))
-    perm = perm[:axis] + perm[axis + 1:] + [axis]
-    inverse = [perm.index(i) for i in range(len(perm))]
-    rows = tf.transpose(ids, perm)
-    lead = tf.shape(rows)[:-1]
-    rows = tf.reshape(rows, [-1, length_dim.size])
-    num_rows = tf.shape(rows)[0]
-    starts = tf.concat([
-        tf.ones([num_rows, 1], tf.int32),
-        tf.cast(tf.not_equal(rows[:, 1:], rows[:, :-1]), tf.int32)], 1)
-    # Run number of each token, unique over the whole slice.
-    run = (tf.cumsum(starts, axis=1) - 1 +
-           length_dim.size * tf.range(num_rows)[:, None])
-    index = tf.broadcast_to(tf.range(length_dim.size), tf.shape(rows))
-    first = tf.math.unsorted_segment_min(
-        tf.reshape(index, [-1]), tf.reshape(run, [-1]),
-        num_rows * length_dim.size)
-    positions = index - tf.gather(first, run)
-    positions = tf.reshape(positions,
-                           tf.concat([lead, [length_dim.size]], 0))
-    return tf.transpose(positions, inverse)
-
-  return mtf.slicewise(
-      tf_positions, [sequence_id], output_shape=sequence_id.shape,
-      output_dtype=tf.int32,
-      splittable_dims=[d for d in sequence_id.shape.dims if d != length_dim],
-      name="positions_in_segments")
-
-
-def _aligned(x: tf.Tensor, dims: Sequence[mtf.Dimension],
-             target: Sequence[mtf.Dimension]) -> tf.Tensor:
-  """A slice of x (laid out as `dims`) ready to broadcast against `target`.
-
-  Transposes x to the order its dims have in `target`, then inserts axes of
-  size 1 for the dims of `target` that x lacks.
-
-  Args:
-    x: a tf.Tensor, the slice of an mtf Tensor with dims `dims`.
-    dims: the mtf dims of x, in order.
-    target: the mtf dims to broadcast to (a superset of `dims`).
-
-  Returns:
-    A tf.Tensor with len(target) axes.
-  """
-  order = [d for d in target if d in dims]
-  x = tf.transpose(x, [list(dims).index(d) for d in order])
-  sizes = dict(zip(order, x.shape.as_list()))
-  return tf.reshape(x, [sizes.get(d, 1) for d in target])
-
-
-def write_state(old: mtf.Tensor, new: mtf.Tensor,
-                at_position: mtf.Tensor) -> mtf.Tensor:
-  """One decoding step's write into a key/value cache.
-
-  The same values as mesh's `old * (1 - one_hot) + new * one_hot`, in one
-  element-wise select laid out as the cache, instead of two products (one of
-  them in another layout, then transposed) and a sum over the whole cache.
-
-  Args:
-    old: the cache: batch dims, memory length and the other dims of `new`.
-    new: this step's keys or values (no memory length dim).
-    at_position: bool, true at the memory position being decoded (a subset
-      of the dims of `old`).
-
-  Returns:
-    A Tensor shaped like `old`.
-  """
-  dims = old.shape.dims
-
-  def tf_write(old_slice, new_slice, at_slice):
-    return tf.where_v2(_aligned(at_slice, at_position.shape.dims, dims),
-                       _aligned(new_slice, new.shape.dims, dims), old_slice)
-
-  return mtf.slicewise(tf_write, [old, mtf.cast(new, old.dtype), at_position],
-                       output_shape=old.shape, output_dtype=old.dtype,
-                       splittable_dims=dims, name="write_state")
-
-
-# Pieces in which _softmax_gradient forms dy * y for its row sums.
-_SOFTMAX_GRADIENT_PIECES = 8
-
-
-def _softmax_gradient(y: tf.Tensor, dy: tf.Tensor, axis: int) -> tf.Tensor:
-  """The gradient of the softmax y at dy: y * (dy - sum(dy * y)).
-
-  When the reduced axis is the last, the row sums come from dy * y formed
-  a piece of rows at a time (TF's split along the first axis of the
-  [rows, axis] view shares its input's buffer), so the largest temporary is
-  a fraction of the logits; dy - sum then runs in dy's buffer and the
-  product by y in its result. At 8192 tokens one logits-sized tensor is
-  2 GiB per layer.
-
-  Args:
-    y: the softmax's output.
-    dy: the gradient at its output.
-    axis: the reduced axis.
-
-  Returns:
-    The gradient at the softmax's input, shaped like y.
-  """
-  shape = y.shape.as_list()
-  rows = 0 if None in shape else math.prod(shape[:-1])
-  if axis != len(shape) - 1 or rows < _SOFTMAX_GRADIENT_PIECES:
-    sums = tf.reduce_sum(dy * y, axis=axis, keepdims=True)
-  else:
-    pieces = [rows // _SOFTMAX_GRADIENT_PIECES
-              + (i < rows % _SOFTMAX_GRADIENT_PIECES)
-              for i in range(_SOFTMAX_GRADIENT_PIECES)]
-    sums = tf.concat(
-        [tf.reduce_sum(a * b, axis=1, keepdims=True)
-         for a, b in zip(tf.split(tf.reshape(dy, [rows, -1]), pieces),
-                         tf.split(tf.reshape(y, [rows, -1]), pieces))],
-        axis=0)
-    sums = tf.reshape(sums, shape[:-1] + [1])
-  return (dy - sums) * y
-
-
-def softmax(logits: mtf.Tensor, reduced_dim: mtf.Dimension,
-            context=None, extra_logit: Optional[float] = None) -> mtf.Tensor:
-  """The softmax of the logits over one dimension.
-
-  When the layout leaves `reduced_dim` whole on every device, each device
-  runs TF's fused softmax on its slice: one exponential forward, and the
-  gradient y * (dy - sum(dy * y)) (`_softmax_gradient`), which needs only
-  the output and no full-size temporary. mtf's own
-  `softmax` is exp(x - logsumexp(x)): two exponentials over the logits
-  forward and more full-size temporaries backward (docs/benchmark.md, "One
-  exponential per softmax", measures the difference). The values are the
-  same up to float rounding.
-
-  Args:
-    logits: float32 logits.
-    reduced_dim: the dimension to normalise over (the memory length).
-    context: a transformer.Context, to see whether the layout splits
-      `reduced_dim`; None when it cannot.
-    extra_logit: mesh's `extra_logit` (an implicit logit in every row);
-      with one, mtf's softmax is used.
-
-  Returns:
-    The weights, shaped like `logits`.
-  """
-  layout = getattr(context, "layout", None)
-  mesh_shape = getattr(context, "mesh_shape", None)
-  split = (layout is not None and mesh_shape is not None and
-           mtf.tensor_dim_to_mesh_dim_size(layout, mesh_shape,
-                                           reduced_dim) > 1)
-  if extra_logit is not None or split:
-    return mtf.softmax(logits, reduced_dim, extra_logit=extra_logit)
-  axis = logits.shape.dims.index(reduced_dim)
-
-  splittable = logits.shape.dims[:axis] + logits.shape.dims[axis + 1:]
-
-  def gradient(op, dy):
-    # A slicewise op of its own rather than TF's gradient of the forward
-    # slices: mtf's generic slicewise gradient cannot take a gradient that
-    # is still a pending sum over a split batch (R's logits have no batch
-    # dimension), which a slicewise op's lowering resolves.
-    return [mtf.slicewise(
-        lambda y, dy: _softmax_gradient(y, dy, axis), [op.outputs[0], dy],
-        output_shape=logits.shape, output_dtype=logits.dtype,
-        splittable_dims=splittable, grad_function=0,
-        name="softmax_gradient")]
-
-  return mtf.slicewise(
-      lambda x: tf.nn.softmax(x, axis=axis), [logits],
-      output_shape=logits.shape, output_dtype=logits.dtype,
-      splittable_dims=splittable, grad_function=gradient, name="softmax")
-
-
-def order_gradients(logits: mtf.Tensor, values: mtf.Tensor):
-  """Identities of logits and values whose values' gradient waits for logits'.
-
-  Backward, the values' gradient leads to the layers below, while the
-  logits' gradient (the softmax's) is needed only by the synthesizing
-  function's variables. Left free, TF may run the softmax's gradient late,
-  beside the next layers' backward passes, keeping this layer's weights and
-  their gradient (two logits-sized tensors) alive there; when the logits do
-  not depend on the input (R, FR) nothing else makes it run first. This
-  makes the values' gradient of each device's slice wait for the logits'.
-
-  Args:
-    logits: the attention logits.
-    values: the values they weight.
-
-  Returns:
-    (logits, values), unchanged.
-  """
-  def forward(x, y):
-    return tf.identity(x), tf.identity(y)
-
-  def grad_function(op, dlogits, dvalues):
-    del op
-    if dlogits is None or dvalues is None:
-      return [dlogits, dvalues]
-    return [dlogits, control.after(dvalues, dlogits)]
-
-  return mtf.slicewise(
-      forward, [logits, values],
-      output_shape=[logits.shape, values.shape],
-      output_dtype=[logits.dtype, values.dtype],
-      splittable_dims=logits.shape.dims + values.shape.dims,
-      grad_function=grad_function, name="order_gradients")
 
 
 @gin.configurable(module="mtf_synthesizer")
@@ -425,7 +203,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
     if incremental:
       memory_position = mtf.range(context.mesh, memory_length, tf.int32)
       at_position = mtf.equal(memory_position, context.position)
-      states = [write_state(old, new, at_position)
+      states = [positions_lib.write_state(old, new, at_position)
                 for old, new in zip(context.get_states(len(states)), states)]
     else:
       memory_position = self.rename_length_to_memory_length(
@@ -479,7 +257,8 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       return None, None
     # Packed, but mesh dropped the positions (positional_embedding = False,
     # as in T5's model files): derive them from the segment ids.
-    positions = positions_in_segments(sequence_id, context.length_dim)
+    positions = positions_lib.positions_in_segments(sequence_id,
+                                                    context.length_dim)
     return positions, self.rename_length_to_memory_length(positions, context)
 
   def _attend(self, context, logits, bias, v, x, heads_dims):
@@ -495,8 +274,8 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       if context.num_microbatches and context.num_microbatches > 1:
         z_loss /= context.num_microbatches
       context.losses.append(mtf.cast(z_loss * self.z_loss_coeff, v.dtype))
-    logits, v = order_gradients(logits, v)
-    weights = softmax(logits, memory_length, context,
+    logits, v = order.order_gradients(logits, v)
+    weights = softmax_lib.softmax(logits, memory_length, context,
                       extra_logit=kwargs.get("extra_logit"))
     output_dims = x.shape.dims[:-1] + heads_dims + [self.kv_dim]
     dropout_rate = kwargs.get("dropout_rate", 0.0)

@@ -38,6 +38,7 @@ from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer.ops import softmax as softmax_lib
 
 _ATTENTION_KWARGS = frozenset(
     ["dropout_rate", "dropout_broadcast_dims", "float32_logits"])
@@ -273,7 +274,7 @@ class LinformerAttention(transformer_layers.SelfAttention):
     logits = mtf.einsum(
         [q, projected_keys],
         output_shape=q.shape - [self.kv_dim] + [self.projected_dim])
-    weights = layer_lib.softmax(mtf.cast(logits, tf.float32),
+    weights = softmax_lib.softmax(mtf.cast(logits, tf.float32),
                                 self.projected_dim, context)
     kwargs = self.attention_kwargs_from_context(context)
     dropout_rate = kwargs.get("dropout_rate", 0.0)

@@ -56,18 +56,9 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow import optimize
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import contraction
-from mtf_synthesizer import control
-
-
-def _broadcastable(x: tf.Tensor, x_shape: mtf.Shape,
-                   full_shape: mtf.Shape) -> tf.Tensor:
-  """A slice of x, its dims in full_shape's order, size 1 where it has none."""
-  order = [d for d in full_shape.dims if d in x_shape.dims]
-  x = tf.transpose(x, [x_shape.dims.index(d) for d in order])
-  sizes = iter(x.shape.as_list())
-  return tf.reshape(x, [next(sizes) if d in x_shape.dims else 1
-                        for d in full_shape.dims])
+from mtf_synthesizer.ops import order
+from mtf_synthesizer.ops import products
+from mtf_synthesizer.ops import slices
 
 
 def _scale_rows_and_columns(grad: mtf.Tensor, row_scale: mtf.Tensor,
@@ -81,8 +72,8 @@ def _scale_rows_and_columns(grad: mtf.Tensor, row_scale: mtf.Tensor,
   buffer.
   """
   def fn(g, r, c):
-    return (g * _broadcastable(r, row_scale.shape, grad.shape)
-            / _broadcastable(c, col_norm.shape, grad.shape))
+    return (g * slices.aligned(r, row_scale.shape.dims, grad.shape.dims)
+            / slices.aligned(c, col_norm.shape.dims, grad.shape.dims))
   return mtf.slicewise(fn, [grad, row_scale, col_norm],
                        output_shape=grad.shape, output_dtype=grad.dtype,
                        splittable_dims=grad.shape.dims, name="scale")
@@ -150,7 +141,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     output_shape = [
         d for d in var.shape.dims if d.name in self._stacked_dim_names]
     count = var.shape.size // mtf.Shape(output_shape).size
-    mean_square = contraction.contract([var, var], output_shape) * (1.0 / count)
+    mean_square = products.contract([var, var], output_shape) * (1.0 / count)
     return mtf.maximum(mtf.sqrt(mean_square), self._epsilon2)
 
   def _update_scale(self, var: mtf.Variable
@@ -193,7 +184,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     """
     updates = []
     if m is not None:
-      new_m = (control.after(m, grad) * tf.constant(self._beta1)
+      new_m = (order.after(m, grad) * tf.constant(self._beta1)
                + subtrahend * tf.constant(1.0 - self._beta1))
       subtrahend = new_m
       updates.append(mtf.assign(m, new_m))
@@ -232,13 +223,13 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       # The slot is read once the gradient exists: v * decay_rate needs
       # nothing else, and TF would run it when the step starts and hold
       # its variable-sized result through the backward pass.
-      new_v = (control.after(v, grad) * decay_rate
+      new_v = (order.after(v, grad) * decay_rate
                + (mtf.square(grad) + self._epsilon1) * (1.0 - decay_rate))
       updates = [mtf.assign(v, new_v)]
       x = grad * mtf.rsqrt(new_v)
       if self._clipping_threshold is not None:
         # rms(x) from a dot product of x with itself (x is not squared).
-        mean_square = contraction.contract([x, x], []) * (1.0 / var.shape.size)
+        mean_square = products.contract([x, x], []) * (1.0 / var.shape.size)
         clipping_denom = mtf.maximum(
             1.0, mtf.sqrt(mean_square) / self._clipping_threshold)
         update_scale = mtf.reciprocal(clipping_denom) * update_scale
@@ -250,7 +241,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
     previous = self._previous_statistics
     if (self._one_variable_at_a_time and previous is not None
         and previous.mesh is grad.mesh):
-      grad = control.after(grad, previous)  # see __init__
+      grad = order.after(grad, previous)  # see __init__
     d0, d1 = self._factored_dims(var.shape)
     vr_shape = var.shape - d0
     vc_shape = var.shape - d1
@@ -269,10 +260,10 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       grad_squared = mtf.square(grad)
       # mean(g^2 + eps1) = mean(g^2) + eps1; the sums are contractions with
       # ones (TF's reduction over a leading axis is the slower one).
-      row_mean = contraction.contract(
+      row_mean = products.contract(
           [grad_squared, mtf.ones(var.mesh, vc_shape)],
           vr_shape.dims) * (1.0 / d0.size)
-      col_mean = contraction.contract(
+      col_mean = products.contract(
           [grad_squared, mtf.ones(var.mesh, vr_shape)],
           vc_shape.dims) * (1.0 / d1.size)
       new_vr = vr * decay_rate + (row_mean + self._epsilon1) * mixing_rate
@@ -283,7 +274,7 @@ class LeanAdafactorOptimizer(optimize.AdafactorOptimizer):
       c_factor = mtf.rsqrt(new_vc)
       if self._clipping_threshold is not None:
         # mean(x^2) for x = g * r * c, without forming x.
-        rows = contraction.contract([grad_squared, mtf.square(c_factor)],
+        rows = products.contract([grad_squared, mtf.square(c_factor)],
                                     vr_shape.dims)
         mean_square = (mtf.reduce_sum(rows * mtf.square(r_factor))
                        * (1.0 / var.shape.size))

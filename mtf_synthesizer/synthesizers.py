@@ -29,365 +29,28 @@ dtype, as mesh's query and key projections do, and each factor of the logits
 is cast to float32 before the mixture weight and the final product.
 """
 
-import dataclasses
 import math
-from typing import Dict, List, Optional, Sequence, Tuple, Type
+from typing import Optional, Sequence, Tuple
 
 from absl import logging
 import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import contraction
 from mtf_synthesizer import summaries
+from mtf_synthesizer import synthesis
+from mtf_synthesizer.ops import positions as positions_lib
+from mtf_synthesizer.ops import products
 
-# Names of the max_length-sized dimensions of the position-indexed tables.
-QUERY_POSITIONS = "synth_query_positions"
-MEMORY_POSITIONS = "synth_memory_positions"
-
-
-@dataclasses.dataclass(frozen=True)
-class SynthesisInputs:
-  """What a synthesizing function may condition on, for one attention call.
-
-  Attributes:
-    x: the layer input X: batch dims, the length dim (absent in incremental
-      decoding) and the model dim.
-    model_dim: the model (channel) dimension of x.
-    heads_dims: the query heads dimensions ([] when num_heads == 1).
-    length_dim: the query length dimension; None in incremental decoding,
-      where x holds one position per example.
-    memory_length_dim: the key/value length dimension.
-    query_positions: None when the queries sit at positions 0..length-1;
-      otherwise an int tensor (batch dims [+ length]) giving each query's
-      position inside its own segment.
-    memory_positions: None when memory positions are 0..memory_length-1;
-      otherwise an int tensor (batch dims + memory_length).
-    max_length: N, the size of the position-indexed parameters.
-    key_dim: the per-head width of queries and keys (d_kv).
-    variable_dtype: a mtf.VariableDType.
-    queries: F_Q(X), per head, when the layer computes it (else None).
-    keys: F_K(X) over memory, when the layer computes it (else None).
-    write_summaries: add scalar summaries (training only); see
-      `Mixture.weights`.
-  """
-  x: mtf.Tensor
-  model_dim: mtf.Dimension
-  heads_dims: List[mtf.Dimension]
-  length_dim: Optional[mtf.Dimension]
-  memory_length_dim: mtf.Dimension
-  query_positions: Optional[mtf.Tensor]
-  memory_positions: Optional[mtf.Tensor]
-  max_length: int
-  key_dim: mtf.Dimension
-  variable_dtype: mtf.VariableDType
-  queries: Optional[mtf.Tensor] = None
-  keys: Optional[mtf.Tensor] = None
-  write_summaries: bool = False
-
-  @property
-  def mesh(self) -> mtf.Mesh:
-    return self.x.mesh
-
-  @property
-  def num_heads(self) -> int:
-    return mtf.Shape(self.heads_dims).size
-
-  @property
-  def batch_dims(self) -> List[mtf.Dimension]:
-    """The dims of x other than the length and model dims."""
-    return [d for d in self.x.shape.dims
-            if d not in (self.length_dim, self.model_dim)]
-
-  def logits_shape(self, tensors: Sequence[mtf.Tensor],
-                   reduced_dims: Sequence[mtf.Dimension] = ()) -> mtf.Shape:
-    """The layout of logits: batch dims, heads dims, length, memory_length.
-
-    The dims of `tensors` other than `reduced_dims`, ordered so that batch
-    and heads lead and the two length dims come last: TF's einsum then runs
-    the products with the values as matmuls batched over batch and heads,
-    without transposing a [length, memory_length] tensor, and the softmax
-    reduces the innermost dim.
-
-    Args:
-      tensors: the tensors whose dims the logits carry.
-      reduced_dims: dims to leave out (those an einsum contracts).
-
-    Returns:
-      A mtf.Shape.
-    """
-    dims = []
-    for t in tensors:
-      dims += [d for d in t.shape.dims
-               if d not in dims and d not in reduced_dims]
-
-    def rank(d):
-      if d in self.batch_dims:
-        return 0
-      if d == self.length_dim:
-        return 2
-      return 3 if d == self.memory_length_dim else 1
-
-    return mtf.Shape(sorted(dims, key=rank))  # stable: keeps ties in order
-
-
-def gather_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
-                     positions: mtf.Tensor,
-                     positions_last: bool = False,
-                     batch_dims: Sequence[mtf.Dimension] = ()) -> mtf.Tensor:
-  """Looks up `table` along `position_dim` at integer `positions`.
-
-  A real gather (tf.gather on each slice), not mtf.gather's one-hot einsum:
-  the work is the size of the output. Dimensions that `table` and `positions`
-  share (e.g. batch) are matched, not crossed.
-
-  The gradient is a scatter-add per slice. Where `positions` carries batch
-  dims that `table` does not (e.g. R indexed by each example's positions),
-  the scatter keeps them and an mtf reduce_sum removes them, so that mesh
-  sums the gradient across devices when the batch is split. The other index
-  dims (lengths) are summed inside each slice and must not be split.
-
-  Args:
-    table: a Tensor with `position_dim`.
-    position_dim: the dimension to index.
-    positions: an int32 Tensor without `position_dim`.
-    positions_last: put the other dims of `positions` after those of `table`
-      (the gather is then along the table's innermost axis).
-    batch_dims: the batch dims of the model (see above).
-
-  Returns:
-    A Tensor with the dims shared by both, then the other dims of
-    `positions`, then the other dims of `table` (or the other way round with
-    `positions_last`).
-  """
-  shared = [d for d in positions.shape.dims if d in table.shape.dims]
-  index_only = [d for d in positions.shape.dims if d not in shared]
-  table_only = [d for d in table.shape.dims
-                if d not in shared and d != position_dim]
-  if positions_last:
-    output_shape = mtf.Shape(shared + table_only + index_only)
-    table_dims = shared + table_only + [position_dim]
-  else:
-    output_shape = mtf.Shape(shared + index_only + table_only)
-    table_dims = shared + [position_dim] + table_only
-  table_order = [table.shape.dims.index(d) for d in table_dims]
-  index_order = [positions.shape.dims.index(d) for d in shared + index_only]
-  axis = table_dims.index(position_dim)
-
-  # Without shared dims, a gather smaller than the table (a decoding step's
-  # row of R) reads the table in place, along its own position axis, and
-  # transposes the gathered rows instead of the whole table.
-  in_place = not shared and output_shape.size <= table.shape.size
-  native_axis = table.shape.dims.index(position_dim)
-  native_dims = (table.shape.dims[:native_axis] + index_only +
-                 table.shape.dims[native_axis + 1:])
-  native_order = [native_dims.index(d) for d in output_shape.dims]
-
-  def tf_gather(table_slice, positions_slice):
-    positions_slice = tf.transpose(positions_slice, index_order)
-    if in_place:
-      return tf.transpose(
-          tf.gather(table_slice, positions_slice, axis=native_axis),
-          native_order)
-    return tf.gather(tf.transpose(table_slice, table_order), positions_slice,
-                     axis=axis, batch_dims=len(shared))
-
-  def forward(t):
-    return mtf.slicewise(
-        tf_gather, [t, positions], output_shape=output_shape,
-        output_dtype=table.dtype, splittable_dims=output_shape.dims,
-        name="gather_positions")
-
-  # The gradient: dy is laid out [shared, kept, summed, table_only] and
-  # scattered into [shared, kept, position, table_only], then the kept
-  # (batch) dims are reduced in mtf.
-  kept = [d for d in index_only if d in batch_dims]
-  summed = [d for d in index_only if d not in batch_dims]
-  scatter_shape = mtf.Shape(shared + kept + [position_dim] + table_only)
-  dy_order = [output_shape.dims.index(d)
-              for d in shared + kept + summed + table_only]
-  positions_order = [positions.shape.dims.index(d)
-                     for d in shared + kept + summed]
-  num_positions = position_dim.size
-
-  def tf_scatter(dy_slice, positions_slice):
-    dy_slice = tf.transpose(dy_slice, dy_order)
-    positions_slice = tf.transpose(positions_slice, positions_order)
-    lead = tf.shape(positions_slice)[:len(shared) + len(kept)]
-    rows = tf.reduce_prod(lead)
-    tail = tf.shape(dy_slice)[len(shared) + len(kept) + len(summed):]
-    ids = tf.reshape(positions_slice, [rows, -1]) + num_positions * tf.range(
-        rows)[:, None]
-    data = tf.reshape(dy_slice, tf.concat([[-1], tail], 0))
-    out = tf.math.unsorted_segment_sum(data, tf.reshape(ids, [-1]),
-                                       rows * num_positions)
-    return tf.reshape(out, tf.concat([lead, [num_positions], tail], 0))
-
-  def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs,
-              output_grads):
-    del explicit_inputs, all_inputs, forward_operations, outputs
-    scattered = mtf.slicewise(
-        tf_scatter, [output_grads[0], positions], output_shape=scatter_shape,
-        output_dtype=output_grads[0].dtype,
-        splittable_dims=shared + kept + table_only,
-        name="gather_positions_grad")
-    return [mtf.reduce_sum(scattered, output_shape=table.shape)]
-
-  return mtf.custom_gradient(forward, grad_fn, [table])
-
-
-def select_positions(table: mtf.Tensor, position_dim: mtf.Dimension,
-                     positions: Optional[mtf.Tensor],
-                     new_dim: Optional[mtf.Dimension],
-                     batch_dims: Sequence[mtf.Dimension] = ()) -> mtf.Tensor:
-  """Truncates or gathers a max_length-sized table to the positions in use.
-
-  Args:
-    table: a Tensor with `position_dim` (size max_length).
-    position_dim: the table's position dimension.
-    positions: None for positions 0..new_dim.size-1, else an int32 Tensor.
-    new_dim: the dimension that replaces `position_dim` when `positions` is
-      None (the query length or memory length dim).
-    batch_dims: the model's batch dims (see `gather_positions`).
-
-  Returns:
-    A Tensor.
-  """
-  if positions is not None:
-    return gather_positions(table, position_dim, positions,
-                            batch_dims=batch_dims)
-  sliced = mtf.slice(table, 0, new_dim.size, position_dim.name)
-  return mtf.replace_dimensions(
-      sliced, mtf.Dimension(position_dim.name, new_dim.size), new_dim)
-
-
-def _uniform(limit: float) -> tf.keras.initializers.Initializer:
-  return tf.random_uniform_initializer(-limit, limit)
-
-
-def _fan_in_normal(fan_in: int) -> tf.keras.initializers.Initializer:
-  return tf.random_normal_initializer(stddev=fan_in ** -0.5)
-
-
-# Every synthesizing function by its name, in the order of definition;
-# filled in as the classes are defined (SynthesizingFunction.__init_subclass__).
-BY_NAME: Dict[str, Type["SynthesizingFunction"]] = {}
-
-
-class SynthesizingFunction:
-  """Base class: computes attention logits per head.
-
-  Subclasses set `name` (their variable scope) and state their properties,
-  which the tests and tools select functions by (never by lists of names):
-
-    * `needs_queries`, `needs_keys`: they read the layer's query and key
-      projections;
-    * `indexes_positions`: their logits read weights indexed by token
-      position (a table over positions, or a projection onto them), which
-      packed examples index by the position inside each segment;
-    * `input_independent`: their logits are a table of positions that does
-      not read the input (R, Fix, FR: "nothing (global)" in Table 1);
-    * `marker_variable`: their first variable, under their scope; its
-      presence in a checkpoint shows that a layer uses them (`marker()`).
-
-  A subclass with its own `name` is registered in `BY_NAME` when it is
-  defined (Mixture is not: it composes the others).
-  """
-  name = "synthesizer"
-  needs_queries = False
-  needs_keys = False
-  indexes_positions = True
-  input_independent = False
-  marker_variable = ""
-
-  def __init_subclass__(cls, register: bool = True, **kwargs):
-    super().__init_subclass__(**kwargs)
-    if register and "name" in cls.__dict__:
-      BY_NAME[cls.name] = cls
-
-  @classmethod
-  def marker(cls) -> str:
-    """The variable (local to the attention layer) that shows the function.
-
-    Returns:
-      E.g. "random/R".
-    """
-    return "%s/%s" % (cls.name, cls.marker_variable)
-
-  def logits(self, inputs: SynthesisInputs,
-             scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
-    """Returns float32 logits, times `scale` if given.
-
-    Args:
-      inputs: a SynthesisInputs.
-      scale: an optional float32 factor per head (a mixture weight). Each
-        function applies it to its cheapest factor (a table without batch
-        dimension, the queries, ...), never to the full logits.
-
-    Returns:
-      A float32 Tensor whose dims are a subset of batch dims + heads dims +
-      [length_dim] + [memory_length_dim]; it always has memory_length_dim.
-    """
-    raise NotImplementedError
-
-  def __call__(self, inputs: SynthesisInputs,
-               scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
-    with tf.variable_scope(self.name):
-      return mtf.cast(self.logits(inputs, scale), tf.float32)
-
-
-def _float32(x: mtf.Tensor,
-             scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
-  """x cast to float32, times the float32 `scale` when one is given.
-
-  Every factor of the logits goes through here before its product, so that
-  the logits and the mixture weights are computed in float32 whatever the
-  activation dtype (bfloat16 on TPU). mtf.cast adds no op when x is already
-  float32.
-
-  Args:
-    x: a Tensor.
-    scale: an optional float32 Tensor (a mixture weight per head).
-
-  Returns:
-    A float32 Tensor.
-  """
-  x = mtf.cast(x, tf.float32)
-  return x if scale is None else _scaled(x, mtf.cast(scale, tf.float32))
-
-
-def _scaled(x: mtf.Tensor, scale: mtf.Tensor) -> mtf.Tensor:
-  """x * scale, where scale's dims (the heads) are some of x's.
-
-  The scale's gradient is a contraction of the product's gradient with x;
-  mtf's own product gradient forms their element-wise product first, a
-  temporary the size of x (2 GiB for R's table at 8192 tokens).
-
-  Args:
-    x: a float32 Tensor.
-    scale: a float32 Tensor whose dims are all in x.
-
-  Returns:
-    The product, shaped like x.
-  """
-  if not all(d in x.shape.dims for d in scale.shape.dims):
-    return x * scale
-
-  def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs,
-              output_grads):
-    del all_inputs, forward_operations, outputs
-    x, scale = explicit_inputs
-    dy = output_grads[0]
-    return [mtf.multiply(dy, scale, output_shape=x.shape),
-            contraction.contract([dy, x], scale.shape.dims)]
-
-  return mtf.custom_gradient(
-      lambda x, scale: mtf.multiply(x, scale, output_shape=x.shape),
-      grad_fn, [x, scale])
-
+# The interface, under the names the package has always used.
+BY_NAME = synthesis.BY_NAME
+MEMORY_POSITIONS = synthesis.MEMORY_POSITIONS
+QUERY_POSITIONS = synthesis.QUERY_POSITIONS
+SynthesisInputs = synthesis.SynthesisInputs
+SynthesizingFunction = synthesis.SynthesizingFunction
 
 @gin.configurable(module="synthesizers")
-class DotProduct(SynthesizingFunction):
+class DotProduct(synthesis.SynthesizingFunction):
   """Vanilla dot-product attention logits, F_Q(X) F_K(X)^T (V).
 
   The 1/sqrt(d_kv) scale is mesh's: folded into the query initializer
@@ -405,14 +68,14 @@ class DotProduct(SynthesizingFunction):
     return "k"
 
   def logits(self, inputs, scale=None):
-    q = _float32(inputs.queries, scale)
-    k = _float32(inputs.keys)
+    q = synthesis.float32(inputs.queries, scale)
+    k = synthesis.float32(inputs.keys)
     return mtf.einsum([q, k], output_shape=inputs.logits_shape(
         [q, k], [inputs.key_dim]))
 
 
 @gin.configurable(module="synthesizers")
-class Random(SynthesizingFunction):
+class Random(synthesis.SynthesizingFunction):
   """Random Synthesizer (R), eq. 4: a learned N x N matrix per head.
 
   The default initializer draws R uniformly with the scale the original
@@ -440,7 +103,7 @@ class Random(SynthesizingFunction):
     shape = mtf.Shape(inputs.heads_dims + [
         mtf.Dimension(QUERY_POSITIONS, n), mtf.Dimension(MEMORY_POSITIONS, n)])
     return mtf.get_variable(
-        inputs.mesh, "R", shape, initializer=_uniform(limit),
+        inputs.mesh, "R", shape, initializer=synthesis.uniform(limit),
         dtype=inputs.variable_dtype, trainable=self.trainable)
 
   def logits(self, inputs, scale=None):
@@ -448,17 +111,17 @@ class Random(SynthesizingFunction):
     decoding = inputs.length_dim is None
     if not decoding:
       # [heads, N, N]: no batch dim, so scaling it is cheap.
-      r = _float32(r, scale)
-    rows = select_positions(r, r.shape.get_dim_by_name(QUERY_POSITIONS),
-                            inputs.query_positions, inputs.length_dim,
-                            inputs.batch_dims)
-    logits = select_positions(
+      r = synthesis.float32(r, scale)
+    rows = positions_lib.select_positions(
+        r, r.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
+        inputs.length_dim, inputs.batch_dims)
+    logits = positions_lib.select_positions(
         rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
         inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
     if decoding:
       # One row of R per example: smaller than the table, so the row lookup
       # comes first and the scale applies to the row.
-      logits = _float32(logits, scale)
+      logits = synthesis.float32(logits, scale)
     return logits
 
 
@@ -473,7 +136,7 @@ class FixedRandom(Random):
 
 
 @gin.configurable(module="synthesizers")
-class FactorizedRandom(SynthesizingFunction):
+class FactorizedRandom(synthesis.SynthesizingFunction):
   """Factorized Random Synthesizer (FR), eq. 7: R1 R2^T per head.
 
   R1 and R2 are N x k. Both are truncated (or gathered) to the positions in
@@ -503,24 +166,25 @@ class FactorizedRandom(SynthesizingFunction):
         inputs.mesh, "R1",
         mtf.Shape(inputs.heads_dims + [mtf.Dimension(QUERY_POSITIONS, n),
                                        rank_dim]),
-        initializer=_uniform(limit), dtype=inputs.variable_dtype)
+        initializer=synthesis.uniform(limit), dtype=inputs.variable_dtype)
     r2 = mtf.get_variable(
         inputs.mesh, "R2",
         mtf.Shape(inputs.heads_dims + [mtf.Dimension(MEMORY_POSITIONS, n),
                                        rank_dim]),
-        initializer=_uniform(limit), dtype=inputs.variable_dtype)
+        initializer=synthesis.uniform(limit), dtype=inputs.variable_dtype)
     return r1, r2
 
   def logits(self, inputs, scale=None):
     r1, r2 = self.factors(inputs)
-    r1 = _float32(r1, scale)
-    r1 = select_positions(r1, r1.shape.get_dim_by_name(QUERY_POSITIONS),
-                          inputs.query_positions, inputs.length_dim,
-                          inputs.batch_dims)
-    r2 = select_positions(r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
-                          inputs.memory_positions, inputs.memory_length_dim,
-                          inputs.batch_dims)
-    return mtf.einsum([r1, _float32(r2)], reduced_dims=[r1.shape.dims[-1]])
+    r1 = synthesis.float32(r1, scale)
+    r1 = positions_lib.select_positions(
+        r1, r1.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
+        inputs.length_dim, inputs.batch_dims)
+    r2 = positions_lib.select_positions(
+        r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
+        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
+    return mtf.einsum([r1, synthesis.float32(r2)],
+                      reduced_dims=[r1.shape.dims[-1]])
 
 
 def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
@@ -531,7 +195,7 @@ def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
   w1 = mtf.get_variable(
       inputs.mesh, "w1",
       mtf.Shape([inputs.model_dim] + inputs.heads_dims + [hidden_dim]),
-      initializer=_fan_in_normal(inputs.model_dim.size),
+      initializer=synthesis.fan_in_normal(inputs.model_dim.size),
       dtype=inputs.variable_dtype)
   h = mtf.einsum([inputs.x, w1], reduced_dims=[inputs.model_dim])
   if use_bias:
@@ -549,7 +213,7 @@ def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
   w = mtf.get_variable(
       inputs.mesh, "w" + name,
       mtf.Shape(inputs.heads_dims + [hidden_dim, out_dim]),
-      initializer=_fan_in_normal(hidden_dim.size),
+      initializer=synthesis.fan_in_normal(hidden_dim.size),
       dtype=inputs.variable_dtype)
   y = mtf.einsum([hidden, w], reduced_dims=[hidden_dim])
   if use_bias:
@@ -560,7 +224,7 @@ def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
 
 
 @gin.configurable(module="synthesizers")
-class Dense(SynthesizingFunction):
+class Dense(synthesis.SynthesizingFunction):
   """Dense Synthesizer (D), eq. 1-3: each token predicts its attention row.
 
   B_i = W2 relu(W1 X_i + b1) + b2 per head, W1: d_model -> hidden,
@@ -599,19 +263,19 @@ class Dense(SynthesizingFunction):
     # The scale goes on the smaller factor of that product: W2 in a full
     # pass, the one token's hidden layer when decoding.
     decoding = inputs.length_dim is None
-    hidden = _float32(hidden, scale if decoding else None)
+    hidden = synthesis.float32(hidden, scale if decoding else None)
     hidden_dim = hidden.shape.dims[-1]
     positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
     w2 = mtf.get_variable(
         inputs.mesh, "w2",
         mtf.Shape(inputs.heads_dims + [hidden_dim, positions_dim]),
-        initializer=_fan_in_normal(hidden_dim.size),
+        initializer=synthesis.fan_in_normal(hidden_dim.size),
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
-    w2 = select_positions(_float32(w2, None if decoding else scale),
-                          positions_dim, inputs.memory_positions,
-                          inputs.memory_length_dim, inputs.batch_dims)
+    w2 = positions_lib.select_positions(
+        synthesis.float32(w2, None if decoding else scale), positions_dim,
+        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
     if inputs.length_dim is not None:
       # W2 carries no batch dim; broadcast it (it is small next to the
       # logits) so that the product is a matmul batched over batch and heads,
@@ -625,9 +289,9 @@ class Dense(SynthesizingFunction):
       b2 = mtf.get_variable(
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
-      logits += select_positions(_float32(b2, scale), positions_dim,
-                                 inputs.memory_positions,
-                                 inputs.memory_length_dim, inputs.batch_dims)
+      logits += positions_lib.select_positions(
+          synthesis.float32(b2, scale), positions_dim, inputs.memory_positions,
+          inputs.memory_length_dim, inputs.batch_dims)
     return logits
 
 
@@ -645,49 +309,8 @@ def _next_composite(n: int) -> int:
   return m
 
 
-def _outer_product(left: mtf.Tensor, right: mtf.Tensor) -> mtf.Tensor:
-  """The outer product of the last dims of two tensors, per leading index.
-
-  The gradients are matrix-vector products of the output's gradient with
-  the other factor; mtf's own einsum gradient would broadcast that factor
-  to the output's full size first.
-
-  Args:
-    left: float32, dims [...] + [m].
-    right: float32, dims [...] + [n] (the same leading dims, same order).
-
-  Returns:
-    out[..., i, j] = left[..., i] * right[..., j]: dims [...] + [m, n].
-  """
-  lead = left.shape.dims[:-1]
-  m_dim, n_dim = left.shape.dims[-1], right.shape.dims[-1]
-  output_shape = mtf.Shape(lead + [m_dim, n_dim])
-
-  def forward(x, y):
-    return mtf.einsum([x, y], output_shape=output_shape)
-
-  def grad_fn(explicit_inputs, all_inputs, forward_operations, outputs,
-              output_grads):
-    del all_inputs, forward_operations, outputs
-    x, y = explicit_inputs
-    dy = output_grads[0]
-
-    def matvec(transpose):
-      return lambda d, v: tf.linalg.matvec(d, v, transpose_a=transpose)
-
-    return [
-        mtf.slicewise(matvec(False), [dy, y], output_shape=x.shape,
-                      output_dtype=x.dtype, splittable_dims=lead,
-                      name="outer_product_grad_left"),
-        mtf.slicewise(matvec(True), [dy, x], output_shape=y.shape,
-                      output_dtype=y.dtype, splittable_dims=lead,
-                      name="outer_product_grad_right")]
-
-  return mtf.custom_gradient(forward, grad_fn, [left, right])
-
-
 @gin.configurable(module="synthesizers")
-class FactorizedDense(SynthesizingFunction):
+class FactorizedDense(synthesis.SynthesizingFunction):
   """Factorized Dense Synthesizer (FD), eq. 5-6.
 
   A = F_A(X_i) in R^a and B = F_B(X_i) in R^b with a * b = N, sharing the
@@ -767,9 +390,9 @@ class FactorizedDense(SynthesizingFunction):
     hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
     # The first layer and the projections to A and B run in the activation
     # dtype; A and B are cast to float32 before the scale and their product.
-    factor_a = _float32(
+    factor_a = synthesis.float32(
         _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
-    factor_b = _float32(
+    factor_b = synthesis.float32(
         _dense_projection(inputs, hidden, b_dim, "b", self.use_bias))
     if inputs.memory_positions is None:
       return self._contiguous_columns(inputs, factor_a, factor_b)
@@ -785,10 +408,12 @@ class FactorizedDense(SynthesizingFunction):
     factor_b = mtf.transpose(
         factor_b, [d for d in order.dims if d in factor_b.shape] + [b_dim])
     return mtf.multiply(
-        gather_positions(factor_a, a_dim, columns % a, positions_last=True,
-                         batch_dims=inputs.batch_dims),
-        gather_positions(factor_b, b_dim, columns // a, positions_last=True,
-                         batch_dims=inputs.batch_dims),
+        positions_lib.gather_positions(factor_a, a_dim, columns % a,
+                                       positions_last=True,
+                                       batch_dims=inputs.batch_dims),
+        positions_lib.gather_positions(factor_b, b_dim, columns // a,
+                                       positions_last=True,
+                                       batch_dims=inputs.batch_dims),
         output_shape=order)
 
   def _contiguous_columns(self, inputs: SynthesisInputs, factor_a: mtf.Tensor,
@@ -816,7 +441,7 @@ class FactorizedDense(SynthesizingFunction):
       factor_b = mtf.slice(factor_b, 0, rows, b_dim.name)
       b_dim = factor_b.shape.dims[-1]
     order = inputs.logits_shape([factor_a, factor_b], [a_dim, b_dim])
-    outer = _outer_product(
+    outer = products.outer_product(
         mtf.transpose(factor_b, order + [b_dim]),
         mtf.transpose(factor_a, order + [a_dim]))
     if rows * a_dim.size == memory:
@@ -830,7 +455,7 @@ class FactorizedDense(SynthesizingFunction):
 
 
 @gin.configurable(module="synthesizers")
-class Mixture(SynthesizingFunction, register=False):
+class Mixture(synthesis.SynthesizingFunction, register=False):
   """Mixture Synthesizer (+), eq. 8: softmax(sum_i alpha_i S_i(X)) G(X).
 
   alpha = softmax(w) over the components, one w per head (and per layer), w

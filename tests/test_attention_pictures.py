@@ -195,10 +195,10 @@ def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):
 
 
 def test_attention_softmaxes_finds_each_layers_weights():
-  """Both softmaxes a layer can take (layer.softmax) are found by scope."""
+  """Both softmaxes a layer can take (ops.softmax) are found by scope."""
   # pylint: disable=g-import-not-at-top
   import mesh_tensorflow as mtf
-  from mtf_synthesizer import layer
+  from mtf_synthesizer.ops import softmax as softmax_lib
   # pylint: enable=g-import-not-at-top
   dims = [mtf.Dimension("heads", 2), mtf.Dimension("length", 3),
           mtf.Dimension("memory_length", 3)]
@@ -211,10 +211,10 @@ def test_attention_softmaxes_finds_each_layers_weights():
     y = mtf.import_tf_tensor(mesh, np.zeros((2, 3, 2), np.float32),
                              projected)
     with tf.variable_scope(SCOPE % ("encoder", 0)):
-      fused = layer.softmax(x, dims[-1])  # TF's softmax, one op
-      layer.softmax(y, projected[-1])  # not over memory_length: ignored
+      fused = softmax_lib.softmax(x, dims[-1])  # TF's softmax, one op
+      softmax_lib.softmax(y, projected[-1])  # not over memory_length: ignored
     with tf.variable_scope(SCOPE % ("decoder", 0)):
-      split = layer.softmax(x, dims[-1], extra_logit=0.0)  # mtf's ops
+      split = softmax_lib.softmax(x, dims[-1], extra_logit=0.0)  # mtf's ops
     with tf.variable_scope("encoder/block_000/layer_001/DenseReluDense"):
       mtf.softmax(x, dims[-1])  # not in an attention layer: ignored
     found = ap._attention_softmaxes(graph)  # pylint: disable=protected-access

@@ -45,8 +45,8 @@ _DIMS = {"d_model": 32, "d_ff": 64, "num_layers": 2, "num_heads": 2}
 QUICKSTART = "docs/quickstart.md"
 
 
-def command(model_dir, variant=attentions.MESH_SELF_ATTENTION.name, gin_files=(),
-            gin_params=()):
+def command(model_dir, variant=attentions.MESH_SELF_ATTENTION.name,
+            gin_files=(), gin_params=()):
   """A stock CLI command for the tiny model (the bad command lines)."""
   return commands.local_train(model_dir, variant, STEPS, length=SEQ,
                                dims=_DIMS, gin_files=gin_files,

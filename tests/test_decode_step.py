@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """The decoding step's fast paths compute what the full pass computes.
 
-  * the cache write (`layer.write_state`) is mesh's one-hot update;
+  * the cache write (`ops.positions.write_state`) is mesh's one-hot update;
   * a row lookup smaller than its table (`gather_positions` in place) is
     NumPy's gather;
   * step-by-step decoding of every variant (mixture weights, biases and
@@ -23,9 +23,9 @@ import decode_harness as dh
 import layer_harness
 import mtf_synthesizer as ms
 from mtf_synthesizer import attentions
-from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import reference as ref
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer.ops import positions as positions_lib
 
 HEADS, DK = 2, 4
 
@@ -63,7 +63,7 @@ def test_write_state_is_meshs_one_hot_update():
     one_hot = mtf.one_hot(position_t, memory, dtype=tf.float32)
     at = mtf.equal(mtf.range(mesh, memory, tf.int32), position_t)
     meshs = old_t * (1.0 - one_hot) + new_t * one_hot
-    return {"ours": layer_lib.write_state(old_t, new_t, at),
+    return {"ours": positions_lib.write_state(old_t, new_t, at),
             "mesh": mtf.transpose(meshs, old_t.shape)}
 
   out = _run_mtf(build)
@@ -86,7 +86,7 @@ def test_row_lookup_reads_the_table_in_place(positions_last):
   def build(mesh):
     table_t = mtf.import_tf_tensor(mesh, table, [heads, rows, memory])
     position_t = mtf.import_tf_tensor(mesh, position, [batch])
-    return {"rows": synthesizers.gather_positions(
+    return {"rows": positions_lib.gather_positions(
         table_t, rows, position_t, positions_last=positions_last,
         batch_dims=[batch])}
 

@@ -109,7 +109,8 @@ def test_inherited_settings_it_honours_build():
 
 def test_every_variant_file_has_a_row_and_every_row_a_file():
   files = set(gin_path.gin_files("synthesizer"))
-  assert files - set(attentions.EXTRA_GIN_FILES) == set(attentions.VARIANT_NAMES)
+  assert files - set(attentions.EXTRA_GIN_FILES) == set(
+      attentions.VARIANT_NAMES)
   assert set(attentions.EXTRA_GIN_FILES) <= files
 
 

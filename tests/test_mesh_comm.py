@@ -93,11 +93,12 @@ def test_no_length_by_length_tensor_per_example(variant, mesh_shape, packed):
 
 
 @gin.configurable(module="test_mesh_comm")
-class HeadsSummedDotProduct(synthesizers.DotProduct):
+class HeadsSummedDotProduct(synthesizers.DotProduct, register=False):
   """Bad on purpose: dot-product logits summed over the heads.
 
   The heads are split over the model axis, so the sum is an all-reduce of
-  the [batch, length, memory_length] logits over that axis.
+  the [batch, length, memory_length] logits over that axis. Not registered
+  in `synthesizers.BY_NAME`: it is no function of the package.
   """
   name = "heads_summed_dot_product"
 

@@ -18,6 +18,7 @@ import layer_harness
 import mtf_synthesizer as ms
 from mtf_synthesizer import reference as ref
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer.ops import positions as positions_lib
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8
 SEGMENTS = np.array([[1, 1, 1, 2, 2, 2, 2, 0],
@@ -46,7 +47,7 @@ def _import(mesh, array, names):
 def test_positions_in_segments_match_hand_written():
   def fn(mesh):
     ids = _import(mesh, SEGMENTS, ["batch", "length"])
-    return layer_lib.positions_in_segments(ids, ids.shape.dims[1])
+    return positions_lib.positions_in_segments(ids, ids.shape.dims[1])
   np.testing.assert_array_equal(_run_tf(fn), POSITIONS)
 
 
@@ -56,7 +57,7 @@ def test_positions_in_segments_length_not_last():
 
   def fn(mesh):
     t = _import(mesh, ids, ["length", "batch", "beam"])
-    return layer_lib.positions_in_segments(t, t.shape.dims[0])
+    return positions_lib.positions_in_segments(t, t.shape.dims[0])
   expected = np.stack([POSITIONS.T, POSITIONS.T[:, ::-1]], axis=-1)
   np.testing.assert_array_equal(_run_tf(fn), expected)
 

@@ -1,12 +1,12 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""The attention softmax (layer.softmax) against NumPy, on split meshes.
+"""The attention softmax (ops.softmax) against NumPy, on split meshes.
 
 The fused path (TF's softmax on each device's slice) runs where the layout
 leaves the reduced dimension whole; where it splits it, or with an
 `extra_logit`, mtf's softmax runs. Both must give NumPy's values and
 gradients, also for logits without a batch dimension on a mesh that splits
-the batch (R's). `layer.order_gradients` must leave values and gradients
+the batch (R's). `ops.order.order_gradients` must leave values and gradients
 unchanged and make each device's values' gradient wait for its logits'.
 """
 
@@ -18,7 +18,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import graph_order
-from mtf_synthesizer import layer
+from mtf_synthesizer.ops import order
+from mtf_synthesizer.ops import softmax as softmax_lib
 
 BATCH, HEADS, LENGTH, MEMORY = 2, 4, 3, 6
 Context = collections.namedtuple("Context", ["layout", "mesh_shape"])
@@ -50,7 +51,7 @@ def _run(mesh_shape: str, layout: str, extra_logit=None):
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
     x = mtf.import_tf_tensor(mesh, logits, dims)
-    weights = layer.softmax(x, dims[-1], Context(layout, mesh_shape),
+    weights = softmax_lib.softmax(x, dims[-1], Context(layout, mesh_shape),
                             extra_logit=extra_logit)
     loss = mtf.reduce_sum(weights * mtf.import_tf_tensor(mesh, dy, dims))
     [grad] = mtf.gradients([loss], [x])
@@ -110,8 +111,8 @@ def test_values_gradient_waits_for_the_logits_gradient(mesh_shape, layout):
     mesh = mtf.Mesh(graph, "mesh")
     logits = mtf.import_tf_tensor(mesh, logits_np, [heads, length, memory])
     values = mtf.import_tf_tensor(mesh, values_np, [batch, heads, memory, kv])
-    ordered_logits, ordered_values = layer.order_gradients(logits, values)
-    weights = layer.softmax(ordered_logits, memory,
+    ordered_logits, ordered_values = order.order_gradients(logits, values)
+    weights = softmax_lib.softmax(ordered_logits, memory,
                             Context(layout, mesh_shape))
     out = mtf.einsum([weights, ordered_values],
                      output_shape=[batch, heads, length, kv])
@@ -160,7 +161,7 @@ def test_softmax_gradient_matches_numpy(shape, axis):
       rng.randn(*shape).astype(np.float32), axis, -1)), -1, axis)
   dy = rng.randn(*shape).astype(np.float32)
   with tf.Graph().as_default(), tf.Session() as sess:
-    got = sess.run(layer._softmax_gradient(tf.constant(y), tf.constant(dy),
+    got = sess.run(softmax_lib.softmax_gradient(tf.constant(y), tf.constant(dy),
                                            axis))
   want = y * (dy - (dy * y).sum(axis=axis, keepdims=True))
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

@@ -13,6 +13,7 @@ import graph_order
 import layer_harness
 import mtf_synthesizer as ms
 from mtf_synthesizer import reference as ref
+from mtf_synthesizer.ops import products
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8
 BATCH, LENGTH = 2, 6
@@ -366,8 +367,7 @@ def test_mixture_weight_gradient_makes_no_table_sized_temporary(lean):
                        mtf.Dimension("cols", cols)])
     x = mtf.import_tf_tensor(mesh, x_value, shape)
     scale = mtf.import_tf_tensor(mesh, scale_value, mtf.Shape([heads_dim]))
-    scaled = ms.synthesizers._scaled  # pylint: disable=protected-access
-    y = scaled(x, scale) if lean else x * scale
+    y = products.scaled(x, scale) if lean else x * scale
     # The product's gradient is w, imported: nothing table-sized makes it.
     dscale = mtf.gradients(
         [y], [scale], [mtf.import_tf_tensor(mesh, w_value, shape)])[0]

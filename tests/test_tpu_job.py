@@ -465,7 +465,8 @@ def test_variant_and_baseline_are_exclusive(capsys):
     with pytest.raises(ValueError, match="exactly one"):
       cloud_tpu.Job(tpu="t", zone="z", gcp_project="p", bucket="gs://b",
                    tpu_topology="2x2", model_size="base", **kwargs)
-  with pytest.raises(ValueError, match="Unknown baseline 'conv'; known: lightweight_conv"):
+  with pytest.raises(ValueError,
+                     match="Unknown baseline 'conv'; known: lightweight_conv"):
     cloud_tpu.resolve_attention(baseline="conv")
 
 

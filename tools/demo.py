@@ -31,7 +31,8 @@ kept in
 
 Variant names are those of the variant table (`mtf_synthesizer/attentions.py`):
 `random` is `--gin_file=synthesizer/random.gin`, and a paper label (`R`,
-`R+V`) names the same row. `t5_attention` (`attentions.MESH_SELF_ATTENTION`) is T5's
+`R+V`) names the same row. `t5_attention`
+(`attentions.MESH_SELF_ATTENTION`) is T5's
 own attention, mesh's SelfAttention with no variant file, the baseline that
 the default list starts with; `vanilla` is the dot product inside
 SynthesizerAttention (the same math, this package's variable layout). Usage:

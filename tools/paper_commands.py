@@ -52,10 +52,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       epilog=__doc__.split("\n\n", 1)[1])
   parser.add_argument("--table", choices=list(cloud_tpu.TABLE_EXPERIMENTS),
                       action="append", help="default: every table")
-  parser.add_argument("--variant", choices=attentions.VARIANT_NAMES, action="append",
+  parser.add_argument("--variant", choices=attentions.VARIANT_NAMES,
+                      action="append",
                       help="default (without --baseline): the variants each "
                       "table reports")
-  parser.add_argument("--baseline", choices=attentions.BASELINE_NAMES, action="append",
+  parser.add_argument("--baseline", choices=attentions.BASELINE_NAMES,
+                      action="append",
                       help="default (without --variant): the baselines each "
                       "table reports")
   parser.add_argument("--model_size", default="base")

@@ -74,7 +74,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   attention.add_argument("--variant", default="random",
                          choices=attentions.VARIANT_NAMES,
                          help="a Synthesizer variant (gin/synthesizer/)")
-  attention.add_argument("--baseline", default=None, choices=attentions.BASELINE_NAMES,
+  attention.add_argument("--baseline", default=None,
+                         choices=attentions.BASELINE_NAMES,
                          help="a baseline instead of a variant "
                          "(gin/baselines/)")
   p.add_argument("--model_size", default="base",

@@ -219,7 +219,7 @@ def all_variants(fr_rank: int = 8) -> List[Candidate]:
     Variants; the first is mesh's vanilla SelfAttention (the reference).
   """
   out = [_table_variant(v, fr_rank)
-         for v in (attentions.MESH_SELF_ATTENTION,) + tuple(attentions.VARIANTS)]
+         for v in (attentions.MESH_SELF_ATTENTION,) + attentions.VARIANTS]
   for mode in RELEASE_MODES:
     out.append(Candidate("ours:" + mode, "ours", _ours_mode(mode), mode,
                        live_logits=_LIVE_LOGITS_OURS,

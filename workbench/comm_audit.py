@@ -380,7 +380,8 @@ def audit_variant(variant: str, mesh_shapes: Sequence[str] = MESHES,
   """Builds `variant`'s training step and decoding once; audits each mesh.
 
   Args:
-    variant: a variant name (see VARIANTS) or `attentions.MESH_SELF_ATTENTION.name`.
+    variant: a variant name (see VARIANTS) or
+      `attentions.MESH_SELF_ATTENTION.name`.
     mesh_shapes: the meshes to lower on, e.g. ["model:2,batch:2"].
     layout: layout rules.
     batch: batch size.

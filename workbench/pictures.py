@@ -62,7 +62,7 @@ _LAYER_RE = re.compile(
     r"^(?P<stack>.+?)/block_(?P<block>\d+)/(?P<layer>layer_\d+)/"
     r"(?P<kind>SynthesizerAttention|SelfAttention)/")
 # A softmax taken in a self-attention layer's own scope: the ops inside
-# mtf.softmax's scope, or the one slicewise op of layer.softmax.
+# mtf.softmax's scope, or the one slicewise op of ops.softmax.
 _SOFTMAX_RE = re.compile(
     r"^(?P<scope>.+/(?:SynthesizerAttention|SelfAttention))"
     r"/softmax(?:_\d+)?(?:/|$)")
@@ -601,7 +601,7 @@ def _attention_softmaxes(graph) -> Dict[str, "mtf.Tensor"]:
 
   mtf.softmax builds its operations in a variable scope "softmax" (made
   unique) inside the caller's scope, and its output is the last of them;
-  layer.softmax (TF's fused softmax on each device's slice) is one
+  ops.softmax (TF's fused softmax on each device's slice) is one
   operation named "softmax" in the caller's scope.
 
   Args:
