@@ -49,6 +49,7 @@ QUERY_POSITIONS = synthesis.QUERY_POSITIONS
 SynthesisInputs = synthesis.SynthesisInputs
 SynthesizingFunction = synthesis.SynthesizingFunction
 
+
 @gin.configurable(module="synthesizers")
 class DotProduct(synthesis.SynthesizingFunction):
   """Vanilla dot-product attention logits, F_Q(X) F_K(X)^T (V).
