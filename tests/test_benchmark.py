@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from mtf_synthesizer import attentions
+from workbench import benchmark_blocks
 from workbench import benchmark_report
 from workbench import benchmarking
 
@@ -89,11 +90,11 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
 @pytest.mark.slow  # builds a model per name
 def test_baselines_that_cannot_be_causal_run_in_the_encoder_only_model():
   names = ["V"] + [b.label for b in attentions.BASELINES if not b.causal]
-  block = benchmark_report.Block(
+  block = benchmark_blocks.Block(
       "encoder-only 16x2", dataclasses.replace(QUICK_SHAPE, causal=False),
       benchmarking.RunShape(16, 2), names, rounds=1, steps=1)
-  results = benchmark_report.run_block(
-      block, 1e10, benchmark_report.Log(quiet=True))["results"]
+  results = benchmark_blocks.run_block(
+      block, 1e10, benchmark_blocks.Log(quiet=True))["results"]
   for name in names:
     assert "skipped" not in results[name] and "error" not in results[name], (
         name, results[name])
@@ -139,7 +140,7 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   # large as V's) does not fit; the others fit alone but not beside V's
   # step, so each is timed apart.
   budget = estimates["V"].total_bytes + GIB
-  groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
+  groups, apart, skipped = benchmark_blocks.memory_groups(estimates, budget)
   assert list(skipped) == ["release:random"], skipped
   assert "would not fit" in skipped["release:random"]
   # 2 GiB of logits x 4 live x 2 layers + activations, + 4 GiB of tables.
@@ -155,7 +156,7 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   assert [estimates[n].step_bytes // mib for n in ("V", "D")] == [1164, 908]
   assert estimates["R"].state_bytes == 256 * mib
   budget = (1164 + 2 * 908 + 256 + 50) * mib
-  groups, apart, skipped = benchmark_report.memory_groups(estimates, budget)
+  groups, apart, skipped = benchmark_blocks.memory_groups(estimates, budget)
   assert not skipped and not apart
   assert groups == [["V(ours)", "R"], ["Fix", "D"], ["FD"],
                     ["release:random"]]
@@ -163,7 +164,7 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
 
 @pytest.mark.slow  # three processes, each building models
 def test_models_timed_apart_run_in_their_own_process_with_ratios():
-  block = benchmark_report.Block(
+  block = benchmark_blocks.Block(
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
       # A scenario (not a guarantee over the variants): D fits beside V, R's
       # table does not.
@@ -173,11 +174,11 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
                for n in block.variants}
   # D fits beside V; R (its table) does not, but alone it does.
   budget = estimates["V"].total_bytes + estimates["D"].total_bytes
-  assert benchmark_report.memory_groups(estimates, budget)[:2] == (
+  assert benchmark_blocks.memory_groups(estimates, budget)[:2] == (
       [["D"]], ["R"])
   seen = []
-  out = benchmark_report.run_block(
-      block, 1e10, benchmark_report.Log(quiet=True), memory_budget=budget,
+  out = benchmark_blocks.run_block(
+      block, 1e10, benchmark_blocks.Log(quiet=True), memory_budget=budget,
       on_progress=lambda info: seen.append(sorted(
           n for n, e in info["results"].items() if "step_s" in e)))
   # The report is updated after the group (V, D) and after R.
@@ -197,22 +198,22 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
 
 
 def test_a_process_that_dies_loses_only_its_models():
-  value, died = benchmark_report.in_own_process(abs, ["X"], -3)
+  value, died = benchmark_blocks.in_own_process(abs, ["X"], -3)
   assert (value, died) == (3, None)
   # os._exit ends the process as the OOM killer would, without a result.
-  value, died = benchmark_report.in_own_process(os._exit, ["R", "Fix"], 9)
+  value, died = benchmark_blocks.in_own_process(os._exit, ["R", "Fix"], 9)
   assert value is None
   assert "R, Fix" in died and "ended abruptly" in died, died
 
 
 def test_run_block_skips_what_does_not_fit_without_building():
-  block = benchmark_report.Block(
+  block = benchmark_blocks.Block(
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
       # A scenario: nothing fits, whatever the model.
       ["V", "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
   # A 1 KiB budget: nothing fits, nothing is built, each row says why.
-  out = benchmark_report.run_block(block, 1e10,
-                                   benchmark_report.Log(quiet=True),
+  out = benchmark_blocks.run_block(block, 1e10,
+                                   benchmark_blocks.Log(quiet=True),
                                    memory_budget=1024)
   results = out["results"]
   assert results["V"]["skip_kind"] == "memory"

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf
 
+from workbench import benchmark_blocks
 from workbench import benchmark_report
 from workbench import benchmarking
 from workbench import checkout
@@ -63,7 +64,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--long", action="store_true",
                       help="add the %d x 1 block to the sweep (slow: a "
                       "training step of V takes tens of seconds)" %
-                      benchmark_report.LONG_LENGTH)
+                      benchmark_blocks.LONG_LENGTH)
   parser.add_argument("--memory_fraction", type=float, default=0.75,
                       help="memory budget as a fraction of the total RAM "
                       "(at most the memory available at the start): a "
@@ -92,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lengths = None
   if args.lengths is not None:
     lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
-  blocks = benchmark_report.plan(args.quick, lengths, not args.no_enc_dec,
+  blocks = benchmark_blocks.plan(args.quick, lengths, not args.no_enc_dec,
                                  encoder=not args.no_encoder, long=args.long)
   budget = benchmarking.memory_budget_bytes(args.memory_fraction)
   blocks = [dataclasses.replace(b, optimizer=args.optimizer) for b in blocks]
@@ -104,34 +105,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         v for v in b.variants if v in subset or v == benchmarking.VANILLA])
               for b in blocks]
   os.makedirs(args.output_dir, exist_ok=True)
-  log = benchmark_report.Log()
+  log = benchmark_blocks.Log()
 
-  def write(final):
+  code = "commit %s" % checkout.commit()
+
+  def write(results, peaks, matmul_size, final=False):
     benchmark_report.write(
         args.output_dir, results, peaks, matmul_size, log.start, final,
         threads=args.threads, quick=args.quick, targets=targets,
         with_plot=not args.no_plot, code=code, optimizer=args.optimizer)
 
-  code = "commit %s" % checkout.commit()
-  matmul_size = 512 if args.quick else 2048
-  peaks = [benchmarking.matmul_peak_flops(matmul_size, threads=args.threads)]
-  log("matmul peak %.1f GFLOP/s; memory budget %s" % (
-      peaks[0] / 1e9, benchmarking.gib(budget)))
-  results = {}
-  for block in blocks:
-    log("%s: %d models" % (block.name, len(block.variants)))
-
-    def progress(info, name=block.name):
-      results[name] = info
-      write(final=False)
-
-    progress(benchmark_report.run_block(block, peaks[0], log,
-                                        memory_budget=budget,
-                                        on_progress=progress))
-  peaks.append(benchmarking.matmul_peak_flops(matmul_size,
-                                              threads=args.threads))
-  log("matmul peak at the end %.1f GFLOP/s" % (peaks[-1] / 1e9))
-  write(final=True)
+  results, peaks, matmul_size = benchmark_blocks.run_all(
+      blocks, log, budget, args.threads, args.quick, on_progress=write)
+  write(results, peaks, matmul_size, final=True)
   log("wrote %s" % args.output_dir)
   return 0
 
