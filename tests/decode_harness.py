@@ -29,6 +29,8 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+import lowering as lowering_lib
+
 BATCH, LENGTH, VOCAB, D_MODEL = 2, 8, 40, 16
 SPLIT, PREFIX = 3, 3
 _EVAL = tf.estimator.ModeKeys.EVAL
@@ -85,9 +87,7 @@ def _run(build: Callable[[Callable[[np.ndarray], mtf.Tensor]],
 
     with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
       outputs = build(import_tokens)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     fetch = {k: lowering.export_to_tf_tensor(t) for k, t in outputs.items()}
     with tf.Session(graph=tf_graph) as sess:
       sess.run(tf.global_variables_initializer())

@@ -16,6 +16,8 @@ from mesh_tensorflow.transformer import transformer
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+import lowering as lowering_lib
+
 
 
 
@@ -130,11 +132,7 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
     variables = graph.trainable_variables
     all_variables = graph.all_variables
     grads = mtf.gradients([loss], [v.outputs[0] for v in variables] + [xt])
-    devices = [""] * max(num_devices, 1)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.convert_to_shape(mesh_shape),
-        mtf.convert_to_layout_rules(layout), devices)
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh, mesh_shape, layout)
     fetch = {"y": lowering.export_to_tf_tensor(y)}
     for v in all_variables:
       fetch["var/" + v.name] = lowering.export_to_tf_tensor(v.outputs[0])

@@ -20,6 +20,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import conftest
+import lowering as lowering_lib
+from mtf_synthesizer import reference as ref
 from workbench import pictures as ap
 
 # The tests on models trained through the stock CLI are marked slow
@@ -162,13 +164,11 @@ def test_relative_position_bucket_matches_mesh():
       x = mtf.import_tf_tensor(mesh, tf.constant(rel), mtf.Shape([dim]))
       y = transformer_layers._relative_position_bucket(
           x, bidirectional=bidirectional, num_buckets=32)
-      lowering = mtf.Lowering(graph, {mesh: mtf.placement_mesh_impl
-                                      .PlacementMeshImpl(mtf.Shape([]), {},
-                                                         [""])})
+      lowering = lowering_lib.lower(graph, mesh)
       with tf.Session() as sess:
         expected = sess.run(lowering.export_to_tf_tensor(y))
     np.testing.assert_array_equal(
-        ap.relative_position_bucket(rel, bidirectional), expected)
+        ref.relative_position_bucket(rel, bidirectional), expected)
 
 
 def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):

@@ -21,6 +21,7 @@ import tensorflow.compat.v1 as tf
 
 import decode_harness as dh
 import layer_harness
+import lowering as lowering_lib
 import mtf_synthesizer as ms
 from mtf_synthesizer import attentions
 from mtf_synthesizer import reference as ref
@@ -37,9 +38,7 @@ def _run_mtf(build):
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
     outputs = build(mesh)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     fetch = {k: lowering.export_to_tf_tensor(t) for k, t in outputs.items()}
     with tf.Session(graph=tf_graph) as sess:
       return sess.run(fetch)

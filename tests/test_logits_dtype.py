@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+import lowering as lowering_lib
 from mtf_synthesizer import synthesizers
 
 BATCH, LENGTH, D_MODEL, HEADS, DK, MAX_LEN = 2, 6, 8, 2, 4, 8
@@ -144,9 +145,7 @@ def synthesized_logits(kinds, activation_dtype: tf.DType,
     missing = [d for d in order if d not in logits.shape.dims]
     logits = mtf.transpose(
         logits, [d for d in order if d in logits.shape.dims])
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.convert_to_shape(""), mtf.convert_to_layout_rules(""), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     output = lowering.export_to_tf_tensor(logits)
     with tf.Session(graph=tf_graph) as sess:
       sess.run(tf.global_variables_initializer())

@@ -20,6 +20,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import graph_order
+import lowering as lowering_lib
 from mtf_synthesizer import optimize
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
@@ -87,10 +88,8 @@ def _run_mtf(optimizer_class, options, mesh_shape, layout):
     optimizer = optimizer_class(learning_rate=LEARNING_RATE,
                                 decay_rate=decay, **options)
     updates = optimizer.apply_grads(grads, variables)
-    shape = mtf.convert_to_shape(mesh_shape)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl}, autostack=False)
+    lowering = lowering_lib.lower(graph, mesh, mesh_shape, layout,
+                                  autostack=False)
     train_op = tf.group([lowering.lowered_operation(op) for op in updates]
                         + [tf.assign_add(global_step, 1)])
     state = {v.name: lowering.export_to_tf_tensor(v.outputs[0])
@@ -211,9 +210,7 @@ def test_fewer_full_size_ops_for_a_large_table():
                          mtf.Dimension("b", 256)])
       var = mtf.get_variable(mesh, "table", shape)
       updates = optimizer_class().apply_grads([var * 2.0], [var.operation])
-      mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-          mtf.Shape([]), mtf.LayoutRules([]), [""])
-      lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+      lowering = lowering_lib.lower(graph, mesh)
       for op in updates:
         lowering.lowered_operation(op)
       return [op.type for op in tf_graph.get_operations()
@@ -247,9 +244,7 @@ def test_factored_statistics_run_one_variable_at_a_time(
         one_variable_at_a_time=one_variable_at_a_time)
     updates = optimizer.apply_grads(
         [v * 2.0 for v in variables], [v.operation for v in variables])
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     for op in updates:
       lowering.lowered_operation(op)
   # g^2 is the first square in each variable's scope (the others square
@@ -293,9 +288,7 @@ def test_no_variable_sized_temporary_before_the_gradient(
         grads.append(var * 2.0)
       variables.append(var.operation)
     updates = optimizer_class(beta1=0.9).apply_grads(grads, variables)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     for op in updates:
       lowering.lowered_operation(op)
   early = []

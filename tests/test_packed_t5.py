@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+import lowering as lowering_lib
 from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
@@ -103,9 +104,7 @@ def _token_losses(model_dir, features, packed):
         inputs=feature(tokens["inputs"]), targets=feature(tokens["targets"]),
         compute_loss=False, mode=tf.estimator.ModeKeys.EVAL,
         variable_dtype=utils.get_variable_dtype(), **kwargs)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.convert_to_shape(""), mtf.convert_to_layout_rules(""), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     tf_logits = lowering.export_to_tf_tensor(mtf.cast(logits, tf.float32))
     masters = [v.get_master() for v in graph.all_variables]
     saver = tf.train.Saver([m for m in masters if m.op.name in shapes])

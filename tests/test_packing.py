@@ -15,9 +15,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import layer_harness
+import lowering as lowering_lib
 import mtf_synthesizer as ms
-from mtf_synthesizer import reference as ref
 from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import reference as ref
 from mtf_synthesizer.ops import positions as positions_lib
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8
@@ -32,9 +33,7 @@ def _run_tf(fn):
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
     out = fn(mesh)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.convert_to_shape(""), mtf.convert_to_layout_rules(""), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     with tf.Session() as sess:
       return sess.run(lowering.export_to_tf_tensor(out))
 

@@ -10,6 +10,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import layer_harness
+import lowering as lowering_lib
 import mtf_synthesizer as ms
 from mtf_synthesizer import release
 
@@ -136,9 +137,7 @@ def test_causal_and_decoding_equals_full_forward(name):
       logits_full, _ = model.call_simple(
           transformer.autoregressive_inputs(decoded), None, False,
                                       mode=tf.estimator.ModeKeys.EVAL)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     fetch = [lowering.export_to_tf_tensor(t)
              for t in (logits_a, logits_b, decoded, logits_full)]
     with tf.Session(graph=tf_graph) as sess:

@@ -18,6 +18,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import graph_order
+import lowering as lowering_lib
 from mtf_synthesizer.ops import order
 from mtf_synthesizer.ops import softmax as softmax_lib
 
@@ -55,10 +56,7 @@ def _run(mesh_shape: str, layout: str, extra_logit=None):
                             extra_logit=extra_logit)
     loss = mtf.reduce_sum(weights * mtf.import_tf_tensor(mesh, dy, dims))
     [grad] = mtf.gradients([loss], [x])
-    shape = mtf.convert_to_shape(mesh_shape)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh, mesh_shape, layout)
     fetch = [lowering.export_to_tf_tensor(t) for t in (weights, grad)]
     op_types = {op.type for op in tf_graph.get_operations()}
     with tf.Session(graph=tf_graph) as sess:
@@ -119,10 +117,7 @@ def test_values_gradient_waits_for_the_logits_gradient(mesh_shape, layout):
     loss = mtf.reduce_sum(
         out * mtf.import_tf_tensor(mesh, dy_np, out.shape))
     grad_logits, grad_values = mtf.gradients([loss], [logits, values])
-    shape = mtf.convert_to_shape(mesh_shape)
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh, mesh_shape, layout)
     # On each device, the softmax's gradient (the logits' before any sum
     # over a split batch) is computed before the values' gradient.
     for device, values_slice in enumerate(

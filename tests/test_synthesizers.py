@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 
 import graph_order
 import layer_harness
+import lowering as lowering_lib
 import mtf_synthesizer as ms
 from mtf_synthesizer import reference as ref
 from mtf_synthesizer.ops import products
@@ -371,9 +372,7 @@ def test_mixture_weight_gradient_makes_no_table_sized_temporary(lean):
     # The product's gradient is w, imported: nothing table-sized makes it.
     dscale = mtf.gradients(
         [y], [scale], [mtf.import_tf_tensor(mesh, w_value, shape)])[0]
-    mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
-        mtf.Shape([]), mtf.LayoutRules([]), [""])
-    lowering = mtf.Lowering(graph, {mesh: mesh_impl})
+    lowering = lowering_lib.lower(graph, mesh)
     dscale_tf = lowering.export_to_tf_tensor(dscale)
     with tf.Session(graph=tf_graph) as sess:
       got = sess.run(dscale_tf)

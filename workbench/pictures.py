@@ -386,8 +386,6 @@ def stack_input_ids(stack: str, ids: np.ndarray) -> np.ndarray:
   return np.concatenate([[0], ids[:-1]]).astype(np.int32)
 
 
-relative_position_bucket = ref.relative_position_bucket
-
 
 def relative_bias(variables: Dict[str, np.ndarray], layer: AttentionLayer,
                   length: int) -> np.ndarray:
@@ -596,7 +594,7 @@ def model_attention(model_dir: str, ids: np.ndarray,
   return result
 
 
-def _attention_softmaxes(graph) -> Dict[str, "mtf.Tensor"]:
+def _attention_softmaxes(graph) -> Dict[str, object]:
   """The softmax over memory_length of every self-attention layer.
 
   mtf.softmax builds its operations in a variable scope "softmax" (made
@@ -629,13 +627,20 @@ def _plt():
   return plt
 
 
-def heatmap_size(num_panels: int, columns: int = 4,
-                 dpi: int = 100) -> Tuple[int, int]:
-  """The (width, height) in pixels of a plot_heatmaps picture."""
+def _heatmap_grid(num_panels: int, columns: int
+                  ) -> Tuple[int, int, Tuple[float, float]]:
+  """(columns, rows, figure size in inches) of a plot_heatmaps picture."""
   columns = min(columns, num_panels)
   rows = int(math.ceil(num_panels / columns))
   # Inches that are exact binary fractions, so pixels are exact too.
-  return int(4.5 * columns * dpi), int((4.0 * rows + 0.5) * dpi)
+  return columns, rows, (4.5 * columns, 4.0 * rows + 0.5)
+
+
+def heatmap_size(num_panels: int, columns: int = 4,
+                 dpi: int = 100) -> Tuple[int, int]:
+  """The (width, height) in pixels of a plot_heatmaps picture."""
+  width, height = _heatmap_grid(num_panels, columns)[2]
+  return int(width * dpi), int(height * dpi)
 
 
 def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray, bool]], path: str,
@@ -660,11 +665,8 @@ def plot_heatmaps(panels: Sequence[Tuple[str, np.ndarray, bool]], path: str,
     path.
   """
   plt = _plt()
-  columns = min(columns, len(panels))
-  rows = int(math.ceil(len(panels) / columns))
-  fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns,
-                                                   4.0 * rows + 0.5),
-                           squeeze=False)
+  columns, rows, inches = _heatmap_grid(len(panels), columns)
+  fig, axes = plt.subplots(rows, columns, figsize=inches, squeeze=False)
   for ax in axes.flat[len(panels):]:
     ax.axis("off")
   cmap = plt.get_cmap("viridis").copy()
