@@ -149,8 +149,10 @@ _BY_KEY = {key: a for a in ATTENTIONS for key in (a.name, a.label)}
 
 # Gin files in `gin/synthesizer/` that are not variants: shared includes
 # (leading underscore) and composable extras.
-EXTRA_GIN_FILES = ("init_from_t5", "keep_decoder_vanilla",
-                   "keep_encoder_vanilla", "lean_adafactor")
+EXTRA_GIN_FILES = ("init_from_t5", "keep_decoder_self_attention",
+                   "keep_encoder_self_attention", "lean_adafactor",
+                   # former names of the keep_* files, for existing commands
+                   "keep_decoder_vanilla", "keep_encoder_vanilla")
 
 
 def get(name: str, *kinds: Kind) -> Attention:

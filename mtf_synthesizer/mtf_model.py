@@ -116,7 +116,7 @@ class MtfModel(t5.models.MtfModel):
         evaluate, decode or export a model directory trained with a variant
         (its operative config names it).
       extra_gin_files: gin files applied after the variant's each time, e.g.
-        `["synthesizer/keep_decoder_vanilla.gin"]`.
+        `["synthesizer/keep_decoder_self_attention.gin"]`.
       **kwargs: `t5.models.MtfModel`'s other keyword arguments, e.g.
         `batch_size`, `sequence_length`, `mesh_shape`, `extra_gin_bindings`.
 

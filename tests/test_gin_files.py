@@ -61,6 +61,11 @@ def test_variant_swaps_every_stack_and_inherits_self_attention_bindings():
 
 
 @pytest.mark.parametrize("keep,vanilla_stack,synth_stacks", [
+    ("synthesizer/keep_decoder_self_attention.gin", "decoder",
+     ("encoder", "lm")),
+    ("synthesizer/keep_encoder_self_attention.gin", "encoder",
+     ("decoder", "lm")),
+    # The former names.
     ("synthesizer/keep_decoder_vanilla.gin", "decoder", ("encoder", "lm")),
     ("synthesizer/keep_encoder_vanilla.gin", "encoder", ("decoder", "lm")),
 ])

@@ -94,7 +94,7 @@ def test_variant_is_applied_after_the_operative_config(plain_t5_dir,
 
 def test_extra_files_then_user_bindings_win(plain_t5_dir):
   _build(mtf_synthesizer.MtfModel, plain_t5_dir, variant="R",
-         extra_gin_files=["synthesizer/keep_decoder_vanilla.gin"],
+         extra_gin_files=["synthesizer/keep_decoder_self_attention.gin"],
          extra_gin_bindings=["SynthesizerAttention.max_length = 8"])
   assert _layer_names(STACK) == ["SynthesizerAttention", "DenseReluDense"]
   assert _layer_names("decoder/transformer.make_layer_stack.layers")[0] == (
