@@ -21,6 +21,10 @@ from workbench import benchmark_blocks
 from workbench import benchmark_report
 from workbench import benchmarking
 
+# mesh's SelfAttention, the reference ("V (mesh)"); "V" is the dot product
+# inside SynthesizerAttention.
+V = benchmarking.VANILLA
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                       "tools", "benchmark.py")
 GIB = 2 ** 30
@@ -75,10 +79,10 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
   for baseline in attentions.BASELINES:
     if baseline.causal:
       assert block["results"][baseline.label]["decodes"], baseline.label
-  assert block["results"]["V"]["time_ratio"] == 1.0
+  assert block["results"][V]["time_ratio"] == 1.0
   # The vanilla layer has the most parameters in the attention, R none of
   # its q/k: a sanity check of the parameter count, not of speed.
-  assert block["results"]["V"]["params"] == block["results"]["V(ours)"][
+  assert block["results"][V]["params"] == block["results"]["V"][
       "params"]
   with open(os.path.join(out, "benchmark.md")) as f:
     table = f.read()
@@ -89,7 +93,7 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
 
 @pytest.mark.slow  # builds a model per name
 def test_baselines_that_cannot_be_causal_run_in_the_encoder_only_model():
-  names = ["V"] + [b.label for b in attentions.BASELINES if not b.causal]
+  names = [V] + [b.label for b in attentions.BASELINES if not b.causal]
   block = benchmark_blocks.Block(
       "encoder-only 16x2", dataclasses.replace(QUICK_SHAPE, causal=False),
       benchmarking.RunShape(16, 2), names, rounds=1, steps=1)
@@ -104,7 +108,7 @@ def test_baselines_that_cannot_be_causal_run_in_the_encoder_only_model():
 def test_memory_estimate_is_the_analytic_size():
   shape = benchmarking.ModelShape()
   run = benchmarking.RunShape(8192, 1)
-  v = benchmarking.estimate_memory(_variant("V"), shape, run)
+  v = benchmarking.estimate_memory(_variant(V), shape, run)
   # V's attention logits: [batch 1, heads 8, 8192, 8192] float32.
   assert v.largest_bytes == 4 * 8 * 8192 * 8192 == 2 * GIB
   assert "[batch 1, heads 8, 8192, 8192] float32" in v.largest
@@ -124,7 +128,7 @@ def test_memory_estimate_is_the_analytic_size():
 def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   shape = benchmarking.ModelShape()
   run = benchmarking.RunShape(8192, 1)
-  estimate = benchmarking.estimate_memory(_variant("V"), shape, run)
+  estimate = benchmarking.estimate_memory(_variant(V), shape, run)
   reason = benchmarking.memory_skip_reason(estimate, budget=GIB)
   assert "largest tensor" in reason and "2.0 GiB" in reason, reason
   assert "budget 1.0 GiB" in reason, reason
@@ -133,19 +137,19 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   assert 0 < benchmarking.memory_budget_bytes(0.5) <= 0.5 * total
   # A scenario of the memory planner with known sizes (not a guarantee over
   # the variants): V, ours, the tables of R and Fix, D and FD, the release.
-  names = ["V", "V(ours)", "R", "Fix", "D", "FD", "release:random"]
+  names = [V, "V", "R", "Fix", "D", "FD", "release:random"]
   estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
                for n in names}
   # A budget just above V's: the release's R (its tables beside a step as
   # large as V's) does not fit; the others fit alone but not beside V's
   # step, so each is timed apart.
-  budget = estimates["V"].total_bytes + GIB
+  budget = estimates[V].total_bytes + GIB
   groups, apart, skipped = benchmark_blocks.memory_groups(estimates, budget)
   assert list(skipped) == ["release:random"], skipped
   assert "would not fit" in skipped["release:random"]
   # 2 GiB of logits x 4 live x 2 layers + activations, + 4 GiB of tables.
   assert "20.5 GiB" in skipped["release:random"], skipped
-  assert not groups and apart == ["V(ours)", "R", "Fix", "D", "FD"]
+  assert not groups and apart == ["V", "R", "Fix", "D", "FD"]
   # At 2048 x 1 (MiB: V's step 1164, ours 908, R's tables 256), with room
   # for V and two of our steps and one table: first fit, the steps and
   # tables of a group counted in full.
@@ -153,12 +157,12 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
                for n in names}
   mib = 2 ** 20
-  assert [estimates[n].step_bytes // mib for n in ("V", "D")] == [1164, 908]
+  assert [estimates[n].step_bytes // mib for n in (V, "D")] == [1164, 908]
   assert estimates["R"].state_bytes == 256 * mib
   budget = (1164 + 2 * 908 + 256 + 50) * mib
   groups, apart, skipped = benchmark_blocks.memory_groups(estimates, budget)
   assert not skipped and not apart
-  assert groups == [["V(ours)", "R"], ["Fix", "D"], ["FD"],
+  assert groups == [["V", "R"], ["Fix", "D"], ["FD"],
                     ["release:random"]]
 
 
@@ -168,12 +172,12 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
       # A scenario (not a guarantee over the variants): D fits beside V, R's
       # table does not.
-      ["V", "D", "R"], rounds=1, steps=1, decode=(1, 3), decode_rounds=1)
+      [V, "D", "R"], rounds=1, steps=1, decode=(1, 3), decode_rounds=1)
   estimates = {n: benchmarking.estimate_memory(_variant(n), QUICK_SHAPE,
                                                block.run)
                for n in block.variants}
   # D fits beside V; R (its table) does not, but alone it does.
-  budget = estimates["V"].total_bytes + estimates["D"].total_bytes
+  budget = estimates[V].total_bytes + estimates["D"].total_bytes
   assert benchmark_blocks.memory_groups(estimates, budget)[:2] == (
       [["D"]], ["R"])
   seen = []
@@ -182,7 +186,7 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
       on_progress=lambda info: seen.append(sorted(
           n for n, e in info["results"].items() if "step_s" in e)))
   # The report is updated after the group (V, D) and after R.
-  assert seen == [["D", "V"], ["D", "R", "V"]]
+  assert seen == [["D", V], ["D", "R", V]]
   results = out["results"]
   assert results["R"]["timed_apart"] and "timed_apart" not in results["D"]
   assert results["D"]["group"] == 0
@@ -190,9 +194,9 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
     assert results[name]["speed_vs_v"] > 0, (name, results[name])
     assert results[name]["peak_step_bytes"] > 0, name
     assert results[name]["top_ops"], name
-  assert results["V"]["speed_vs_v"] == 1.0
+  assert results[V]["speed_vs_v"] == 1.0
   # R, timed without V, is compared with V's median time over the block.
-  v_step = results["V"]["step_s"]
+  v_step = results[V]["step_s"]
   assert results["R"]["speed_vs_v"] == pytest.approx(
       v_step / results["R"]["step_s"])
 
@@ -210,14 +214,14 @@ def test_run_block_skips_what_does_not_fit_without_building():
   block = benchmark_blocks.Block(
       "sweep 64x1", QUICK_SHAPE, benchmarking.RunShape(64, 1),
       # A scenario: nothing fits, whatever the model.
-      ["V", "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
+      [V, "R", "Linformer"], rounds=1, steps=1, decode=(1, 3))
   # A 1 KiB budget: nothing fits, nothing is built, each row says why.
   out = benchmark_blocks.run_block(block, 1e10,
                                    benchmark_blocks.Log(quiet=True),
                                    memory_budget=1024)
   results = out["results"]
-  assert results["V"]["skip_kind"] == "memory"
-  assert "would not fit" in results["V"]["skipped"]
+  assert results[V]["skip_kind"] == "memory"
+  assert "would not fit" in results[V]["skipped"]
   assert "the reference V" in results["R"]["skipped"]
   assert results["Linformer"]["skip_kind"] == "not causal"
   blocks = {block.name: out}
@@ -231,7 +235,7 @@ def test_run_block_skips_what_does_not_fit_without_building():
             "matmul_size": 8, "matmul_peak_flops": 1e10, "runtime_s": 1.0,
             "blocks": blocks, "targets": targets}
   text = benchmark_report.markdown(report)
-  assert "| V | not run: would not fit in memory" in text, text
+  assert "| %s | not run: would not fit in memory" % V in text, text
   assert "| **no** | not run: " in text, text
 
 
@@ -247,7 +251,7 @@ def _blocks():
     return {"decode_steps": [1, 17] if decode else None, "results": results}
   return {
       "reference 512x4": block({
-          "V": _entry(family="mesh", speed_vs_v=1.0, decode_speed_vs_v=1.0,
+          V: _entry(family="mesh", speed_vs_v=1.0, decode_speed_vs_v=1.0,
                       peak_ratio=1.0, total_ratio=1.0),
           "R+V": _entry(speed_vs_v=1.2, decode_speed_vs_v=0.9),
           "D+V": _entry(speed_vs_v=1.0, decode_speed_vs_v=1.1),
@@ -309,7 +313,7 @@ def test_target_kinds_evaluate_met_and_missed():
 def test_plot_draws_the_models_that_ran_in_the_sweep(tmp_path):
   def block(length, linformer_ran):
     results = {
-        "V": _entry(family="mesh", step_s=0.1 * length,
+        V: _entry(family="mesh", step_s=0.1 * length,
                     peak_step_bytes=length * 2 ** 20),
         "R": _entry(step_s=0.05 * length, peak_step_bytes=length * 2 ** 19),
         "Linformer": (_entry(step_s=0.01, peak_step_bytes=2 ** 20)
@@ -321,7 +325,7 @@ def test_plot_draws_the_models_that_ran_in_the_sweep(tmp_path):
       "reference 512x4": block(512, True)}}
   path = str(tmp_path / "b.png")
   # Linformer ran only outside the sweep: not drawn, not in the legend.
-  assert benchmark_report.plot(report, path) == ["V", "R"]
+  assert benchmark_report.plot(report, path) == [V, "R"]
   assert os.path.getsize(path) > 0
 
 

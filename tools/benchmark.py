@@ -2,12 +2,12 @@
 # Licensed under the Apache License, Version 2.0.
 r"""Speed and memory of every Synthesizer variant against vanilla attention.
 
-Every variant of `mtf_synthesizer/attentions.py`, mesh's own SelfAttention
-(the reference, "V"), the release's synthesize modes and the baselines of
-`mtf_synthesizer/attentions.py` are timed in interleaved rounds at one or
-more data shapes; see docs/benchmark.md, and
-`workbench/benchmarking.py` and `benchmark_report.py` for
-what is measured and how. Writes benchmark.json, benchmark.md and
+Every variant and baseline of the attention table
+(`mtf_synthesizer/attentions.py`), mesh's own SelfAttention (the reference,
+"V (mesh)") and the release's synthesize modes are timed in interleaved
+rounds at one or more data shapes; see docs/benchmark.md, and
+`workbench/benchmarking.py`, `benchmark_blocks.py` and `benchmark_report.py`
+for what is measured and how. Writes benchmark.json, benchmark.md and
 benchmark.png to --output_dir. The targets in benchmark_targets.json (beside
 this script) only add verdicts to the report.
 
@@ -72,7 +72,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "with its analytic size")
   parser.add_argument("--variants", default=None,
                       help="comma-separated subset of the variants, named "
-                      "as in the tables (V, the reference, is always kept)")
+                      "as in the tables (the reference, V (mesh), is "
+                      "always kept)")
   parser.add_argument("--optimizer", default=benchmarking.DEFAULT_OPTIMIZER,
                       choices=sorted(benchmarking.OPTIMIZERS),
                       help="the training step's Adafactor, for every model: "

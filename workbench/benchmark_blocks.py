@@ -184,7 +184,7 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
   reason = benchmarking.memory_skip_reason(ref, budget)
   if reason:
     return [], [], {name: (reason if name == V else
-                           "not run: the reference V " + reason)
+                           "not run: the reference %s " % V + reason)
                     for name in estimates}
 
   def fits(members):
@@ -471,7 +471,7 @@ def run_block(block: Block, peak_flops: float, log: Log,
       log("  timed apart from V, one process each: %s" % apart)
     if "step_s" not in results[V] and index:
       for name in names:
-        results[name]["error"] = "not run: the reference V did not run"
+        results[name]["error"] = "not run: the reference %s did not run" % V
       continue
     phase, died = in_own_process(_run_phase, names, block, names,
                                  with_reference, log)
@@ -495,7 +495,7 @@ def run_block(block: Block, peak_flops: float, log: Log,
     if index == 0 and V not in phase_times:
       if "error" not in results[V]:
         results[V]["error"] = "not timed"
-      log("  the reference V failed: %s" % results[V]["error"])
+      log("  the reference %s failed: %s" % (V, results[V]["error"]))
       continue
     v_train = _median([t for t, _ in times[V]["train"]])
     v_decode = _median([t for t, _ in times[V]["decode"]])

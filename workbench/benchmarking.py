@@ -61,7 +61,7 @@ class Candidate:
   """One attention under test: a row of the table, a release mode or ours.
 
   Attributes:
-    name: the short name used in tables ("V", "R+V", "release:random",
+    name: the short name used in tables ("V (mesh)", "R+V", "release:random",
       "LightConv", ...).
     family: "mesh" (mesh's own SelfAttention), "ours" (SynthesizerAttention),
       "release" (mesh's transformer_layers.Synthesizer) or "baseline" (a row
@@ -128,7 +128,7 @@ _TABLE_COMPONENTS = ("random", "fixed_random")
 RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
                  "dense_plus", "dense_plus_alpha", "factorized")
 # Mesh's own SelfAttention (attentions.MESH_SELF_ATTENTION): the reference.
-VANILLA = "V"
+VANILLA = attentions.MESH_SELF_ATTENTION.label  # the reference, "V (mesh)"
 # The training step's optimizer, by the name the tool's --optimizer takes:
 # mesh's Adafactor (the stock CLI's default) or the same update with fewer
 # full-size temporaries (mtf_synthesizer/optimize.py).
@@ -147,19 +147,15 @@ SWEEP_RELEASE_MODES = ("random", "dense_minus", "random_plus_alpha",
 
 
 def table_name(variant: attentions.Attention) -> str:
-  """The benchmark's name of a row of the variant table.
+  """The benchmark's name of a row of the attention table: its label.
 
   Args:
-    variant: a row of `attentions.VARIANTS` or `attentions.MESH_SELF_ATTENTION`.
+    variant: a row of `attentions.ATTENTIONS`.
 
   Returns:
-    VANILLA for mesh's attention, "V(ours)" for the dot product inside
-    SynthesizerAttention, else the table's label (e.g. "R+V").
+    E.g. "V (mesh)" for mesh's SelfAttention (the reference), "V" for the
+    dot product inside SynthesizerAttention, "R+V".
   """
-  if variant == attentions.MESH_SELF_ATTENTION:
-    return VANILLA
-  if variant.components == ("dot_product",):
-    return "V(ours)"
   return variant.label
 
 
