@@ -75,3 +75,22 @@ def test_a_tool_imports_the_working_tree_without_pythonpath(tmp_path):
                        ).stdout.split()
   assert os.path.realpath(out[-1]).startswith(
       os.path.realpath(checkout.ROOT) + os.sep), out
+
+
+def test_the_product_installs_no_workbench():
+  # setup.py's packages, as pip would find them, and what they import.
+  import setuptools  # pylint: disable=g-import-not-at-top
+  packages = setuptools.find_packages(
+      conftest.REPO, include=["mtf_synthesizer*", "t5_tasks*"])
+  assert "mtf_synthesizer" in packages and "t5_tasks" in packages
+  assert not [p for p in packages if p.startswith("workbench")]
+  with open(os.path.join(conftest.REPO, "setup.py")) as f:
+    assert 'include=["mtf_synthesizer*",' in f.read()
+  for package in ("mtf_synthesizer", "t5_tasks"):
+    for folder, _, files in os.walk(os.path.join(conftest.REPO, package)):
+      for name in files:
+        if name.endswith(".py"):
+          with open(os.path.join(folder, name)) as f:
+            source = f.read()
+          assert not re.search(r"^\s*(from|import) workbench\b", source,
+                               re.MULTILINE), os.path.join(folder, name)
