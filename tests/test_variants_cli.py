@@ -16,6 +16,7 @@ import conftest
 import mtf_synthesizer
 from mtf_synthesizer import attentions
 from mtf_synthesizer import reference as ref
+from mtf_synthesizer import synthesizers
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -29,13 +30,20 @@ _PROJECTION = [D_MODEL, H * D_KV]
 
 def _expected(kinds):
   """The layer's variables: Table 1's per function (from the reference),
-  the value projection (v beside q and k, else the shared kv), o and the
-  mixture's weights."""
+  the layer's query and key projections where a function reads them, the
+  value projection (v beside k, else the shared kv), o and the mixture's
+  weights."""
   out = {"o": [H * D_KV, D_MODEL]}
   for kind in kinds:
     out.update(ref.variable_shapes(kind, D_MODEL, H, D_KV, N, k=K,
                                    factors=(8, 8)))
-  out["v" if "dot_product" in kinds else "kv"] = _PROJECTION
+  functions = [synthesizers.BY_NAME[kind] for kind in kinds]
+  if any(f.needs_queries for f in functions):
+    out["q"] = _PROJECTION
+  if any(f.needs_keys for f in functions):
+    out["k"] = out["v"] = _PROJECTION
+  else:
+    out["kv"] = _PROJECTION
   if len(kinds) > 1:
     out["mixture/alpha_logits"] = [len(kinds), H]
   return out
