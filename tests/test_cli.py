@@ -97,7 +97,7 @@ def _tail(proc, n=3000):
 
 
 def _scalars(event_dir):
-  """{tag: [(step, value)]}, read with stock_cli's event-file reader."""
+  """{tag: [(step, value)]}, read with jobs.events' reader."""
   return {tag: [(step, value) for step, _, value in points]
           for tag, points in events.read_scalars(event_dir).items()}
 
@@ -198,7 +198,7 @@ def _neg_log_perplexity(model_dir):
 def test_eval_scores_one_checkpoint_on_the_same_examples(runs, tmp_path):
   # Span corruption noises its evaluation data at random: T5's evaluation
   # dataset has no seed, so each evaluation scores other examples.
-  # stock_cli seeds it: evaluations of one checkpoint agree.
+  # jobs.commands seeds it: evaluations of one checkpoint agree.
   trained = str(runs["root"] / "random")
   assert runs["after"][("random", "eval")].returncode == 0
   seeds = {"seeded_a": commands.EVAL_DATA_SEED,
