@@ -211,14 +211,15 @@ def markdown(report: Dict) -> str:
                report["threads"], report["tf_version"],
                report["matmul_size"], report["matmul_size"],
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
-           "Ratios are medians over rounds of per-round ratios to V (mesh's "
-           "SelfAttention) in the same round, in the same process (models "
-           "timed apart: to V's median over the block). speed = V time / model "
-           "time (>1 is faster). GFLOP/s = the step's matmul FLOPs / its "
-           "time; MFU = GFLOP/s / the matmul peak (how far the model is "
+           "Ratios are medians over rounds of per-round ratios to the "
+           "reference %s (mesh's SelfAttention), written V in the columns "
+           "and targets, in the same round, in the same process (models "
+           "timed apart: to its median over the block). speed = its time / "
+           "model time (>1 is faster). GFLOP/s = the step's matmul FLOPs / "
+           "its time; MFU = GFLOP/s / the matmul peak (how far the model is "
            "from the peak). Step peak = live bytes allocated by one "
            "training step (activations, gradients, temporaries); state = "
-           "variables + Adafactor slots.", ""]
+           "variables + Adafactor slots." % V, ""]
   for block_name, block in report["blocks"].items():
     decode = bool(block["decode_steps"])
     lines += ["## %s (%s; %d tokens/step; %d rounds x %d step)" % (
