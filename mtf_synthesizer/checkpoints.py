@@ -18,9 +18,17 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
       .../SynthesizerAttention/kv[_slot_*]  (the value projection G of R, D,
           FR, FD) -> .../SelfAttention/v[_slot_*]
     then the graph's own name, so that a Synthesizer checkpoint (e.g. GLUE
-    finetuning after Synthesizer pretraining on C4) restores everything.
+    finetuning after Synthesizer pretraining on C4) restores everything,
+    then, for a norm scale, its name in the other naming: today's mesh
+    writes `.../layer_NNN/rms_norm/scale` and `encoder/rms_norm/scale`, the
+    released T5.1.0 checkpoints (mesh's legacy LayerStack) hold
+    `.../layer_NNN/layer_norm/scale` and `encoder/final_layer_norm/scale`.
+    Every released family restores without a remapping by hand
+    (docs/checkpoints.md lists them).
   * Synthesizer-only variables (random/R, dense/w1, mixture/alpha_logits, ...
-    and their slots) that are in neither form start fresh by design.
+    and their slots) that are in neither form start fresh by design, and so
+    do the optimizer slots when the checkpoint holds none (released
+    checkpoints may have been saved without them).
   * Any other variable in neither form is an error that lists all of them,
     unless it matches a regular expression of
     `mtf_synthesizer.vanilla_to_synthesizer.allow_fresh` (searched in the
@@ -69,6 +77,14 @@ _VANILLA_SCOPE = "/SelfAttention/"
 _SHARED = re.compile(r"^(q|k|v|o|relative_attention_bias)(_slot_\w+)?$")
 _VALUE = re.compile(r"^kv(_slot_\w+)?$")
 _SLOT = "_slot_"
+# Norm scales. Today's mesh names a layer's norm and a stack's final norm
+# `rms_norm` (`transformer.sublayer_rms_norm`); mesh's legacy LayerStack, which
+# wrote the released T5.1.0 checkpoints, names them `layer_norm` and
+# `final_layer_norm` (`sublayer_legacy_rms_norm`,
+# `sublayer_legacy_final_rms_norm`). Either name is read for the other.
+_LAYER_NORM = re.compile(
+    r"^(.*/block_\d+/layer_\d+/)(rms_norm|layer_norm)(/scale.*)$")
+_FINAL_NORM = re.compile(r"^([^/]+/)(rms_norm|final_layer_norm)(/scale.*)$")
 # The module whose model_fn holds the checkpoint being restored.
 _MESH_UTILS = os.path.join("mesh_tensorflow", "transformer", "utils.py")
 
@@ -91,6 +107,26 @@ def checkpoint_name(graph_name: str) -> str:
   if match:
     return prefix + _VANILLA_SCOPE + "v" + (match.group(1) or "")
   return graph_name  # synthesizer-only: not in a vanilla checkpoint
+
+
+def norm_aliases(name: str) -> List[str]:
+  """The other names a norm scale (or its slot) has in T5 checkpoints.
+
+  Args:
+    name: a variable name, e.g. "encoder/block_000/layer_001/rms_norm/scale"
+      or "decoder/final_layer_norm/scale_slot_v".
+
+  Returns:
+    The same variable under the other naming (`layer_norm` or
+    `final_layer_norm` for `rms_norm`, and back), or [] for anything else.
+  """
+  for pattern, legacy in ((_LAYER_NORM, "layer_norm"),
+                          (_FINAL_NORM, "final_layer_norm")):
+    match = pattern.match(name)
+    if match:
+      other = legacy if match.group(2) == "rms_norm" else "rms_norm"
+      return [match.group(1) + other + match.group(3)]
+  return []
 
 
 def is_synthesizer_only(graph_name: str) -> bool:
@@ -172,10 +208,12 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
                 else set(restorable))
   not_asked = set(not_asked)
   sources, restored, fresh, casts = {}, {}, {}, {}
+  has_slots = any(_SLOT in n for n in checkpoint_shapes)
   missing, mismatched = [], []
   for name in sorted(graph_shapes):
     mapped = checkpoint_name(name)
-    candidates = list(dict.fromkeys([mapped, name]))
+    candidates = list(dict.fromkeys(
+        [mapped, name] + norm_aliases(mapped) + norm_aliases(name)))
     source = next((c for c in candidates if c in checkpoint_shapes), None)
     sources[name] = source or mapped
     if name in not_asked:
@@ -206,6 +244,8 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
             checkpoint, ALLOW_FRESH, pattern.pattern)
       elif is_synthesizer_only(name):
         fresh[name] = "synthesizer-only, not in %s" % checkpoint
+      elif _SLOT in name and not has_slots:
+        fresh[name] = "%s holds no optimizer slots" % checkpoint
       else:
         missing.append((name, candidates))
   errors = []

@@ -65,6 +65,7 @@ VANILLA = {
     SELF + "q": np.full((4, 6), 1.0, np.float32),
     SELF + "v": np.full((4, 6), 2.0, np.float32),
     SELF + "v_slot_vr": np.full((4,), 3.0, np.float32),
+    SELF + "o_slot_vc": np.full((4,), 3.5, np.float32),  # not in GRAPH
     SELF + "o": np.full((6, 4), 4.0, np.float32),
     "shared/embedding": np.full((10, 4), 5.0, np.float32),
     "global_step": np.int64(7),
@@ -186,10 +187,58 @@ def test_every_missing_name_is_listed(tmp_path):
 
 def test_missing_slots_suggest_allowing_slots(tmp_path):
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items() if "_slot_" not in k})
+      k: v for k, v in VANILLA.items() if k != SELF + "v_slot_vr"})
   with pytest.raises(ValueError, match="--gin_param=\"%s = \\['_slot_'\\]\""
                      % checkpoints.ALLOW_FRESH):
     _map_all(_graph(GRAPH), ckpt)
+
+
+def test_checkpoint_without_slots_starts_them_fresh(tmp_path, log):
+  """Released checkpoints may hold no optimizer slots at all."""
+  ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
+      k: v for k, v in VANILLA.items() if "_slot_" not in k})
+  _map_all(_graph(GRAPH), ckpt)
+  assert "init_from_t5: %skv_slot_vr is fresh (%s holds no optimizer slots)" % (
+      SYN, ckpt) in [r.getMessage() for r in log.records]
+
+
+@pytest.mark.parametrize("name,alias", [
+    ("encoder/block_000/layer_001/rms_norm/scale",
+     "encoder/block_000/layer_001/layer_norm/scale"),
+    ("decoder/block_011/layer_002/layer_norm/scale_slot_v",
+     "decoder/block_011/layer_002/rms_norm/scale_slot_v"),
+    ("encoder/rms_norm/scale", "encoder/final_layer_norm/scale"),
+    ("decoder/final_layer_norm/scale", "decoder/rms_norm/scale"),
+    ("transformer/rms_norm/scale_slot_v",
+     "transformer/final_layer_norm/scale_slot_v"),
+])
+def test_norm_aliases_both_ways(name, alias):
+  assert checkpoints.norm_aliases(name) == [alias]
+  assert checkpoints.norm_aliases(alias) == [name]
+
+
+@pytest.mark.parametrize("name", [
+    SYN + "q", "shared/embedding", "encoder/block_000/rms_norm/scale",
+    "encoder/block_000/layer_000/rms_norm/offset", "decoder/logits/kernel"])
+def test_norm_aliases_of_other_names(name):
+  assert checkpoints.norm_aliases(name) == []
+
+
+@pytest.mark.parametrize("stored,graph", [
+    ("layer_norm", "rms_norm"), ("rms_norm", "layer_norm")])
+def test_norm_scales_restore_under_either_name(tmp_path, stored, graph):
+  """T5.1.0 as released (`layer_norm`, `final_layer_norm`) into today's
+  mesh graph (`rms_norm`), and the other way round."""
+  final = {"layer_norm": "final_layer_norm", "rms_norm": "rms_norm"}
+  layer = "encoder/block_000/layer_000/%s/scale"
+  values = {layer % stored: np.full((4,), 1.5, np.float32),
+            "encoder/%s/scale" % final[stored]: np.full((4,), 2.5, np.float32)}
+  ckpt = _save(os.path.join(tmp_path, "model.ckpt"), values)
+  names = _map_all(_graph({layer % graph: [4],
+                           "encoder/%s/scale" % final[graph]: [4]}), ckpt)
+  assert names == {layer % graph: layer % stored,
+                   "encoder/%s/scale" % final[graph]:
+                       "encoder/%s/scale" % final[stored]}
 
 
 def test_allow_fresh_opts_in(tmp_path, log):
