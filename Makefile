@@ -6,6 +6,10 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.pinned
 DEMO_DIR ?= runs/demo
 PYTEST_ARGS ?=
+# Test modules run in parallel processes (pytest-xdist), one module per
+# process at a time: `auto` is one per core, at most 4.
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo test test-fast install check-python clean
 
@@ -35,12 +39,12 @@ install: $(STAMP)
 	@rm -rf build *.egg-info
 
 test: install
-	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) .
+	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) .
 
 # The test modules that neither run the stock CLI nor build many models (a
 # few minutes): `pytest -m "not slow"`.
 test-fast: install
-	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider -m "not slow" $(PYTEST_ARGS) .
+	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" $(PYTEST_ARGS) .
 
 demo: install
 	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)

@@ -11,12 +11,15 @@ stops the run with a message to run `make install`.
 
 import ast
 import concurrent.futures
+import dataclasses
+import fcntl
 import json
 import os
+import pathlib
 import runpy
 import subprocess
 import sys
-from typing import List, Sequence
+from typing import Callable, Dict, List, Sequence
 from unittest import mock
 
 import pytest
@@ -58,6 +61,18 @@ def pytest_configure(config):
       "each); `make test-fast` leaves them out")
 
 
+def pytest_collection_modifyitems(items):
+  """Modules with slow tests first, each module's tests together.
+
+  `make test` hands whole modules to its workers in this order
+  (pytest-xdist `--dist loadfile`): the long ones start first, and short
+  ones fill in at the end.
+  """
+  slow = {item.module.__name__ for item in items
+          if item.get_closest_marker("slow")}
+  items.sort(key=lambda item: item.module.__name__ not in slow)
+
+
 VARIANTS = attentions.VARIANT_NAMES
 T5_VANILLA = attentions.MESH_SELF_ATTENTION.name  # no variant file
 
@@ -89,23 +104,94 @@ TRAIN_STEPS = 2
 LENGTH = 64
 
 
+def shared_directory(tmp_path_factory, name: str) -> pathlib.Path:
+  """A directory that every process of this test run sees.
+
+  Under pytest-xdist (`make test` runs two workers) each worker has its own
+  base temporary directory, inside one that all share; alone, the run's own.
+
+  Args:
+    tmp_path_factory: pytest's fixture.
+    name: the directory's name.
+
+  Returns:
+    The directory (created).
+  """
+  base = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):
+    base = base.parent
+  path = base / name
+  path.mkdir(exist_ok=True)
+  return path
+
+
+def run_once_across_workers(root: pathlib.Path, names: Sequence[str],
+                            job: Callable[[str], Dict[str, object]],
+                            threads: int = 2) -> Dict[str, Dict[str, object]]:
+  """Runs `job(name)` once per name for the whole test run; returns results.
+
+  Each name is claimed with a file lock in `root`: a process (xdist worker)
+  runs the names no other process holds, `threads` at a time, then waits for
+  the ones the others are running, and reads every result from `root`. So
+  two workers that need the same models share the work instead of doing it
+  twice.
+
+  Args:
+    root: a `shared_directory`.
+    names: what to run.
+    job: runs one name; returns a JSON-serializable dict.
+    threads: jobs at a time in this process.
+
+  Returns:
+    name -> the job's dict.
+  """
+  def result_path(name):
+    return root / (name + ".json")
+
+  def attempt(name, block):
+    with open(root / (name + ".lock"), "a") as lock:
+      try:
+        fcntl.flock(lock, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+      except BlockingIOError:
+        return False
+      try:
+        if not result_path(name).exists():
+          temporary = root / (name + ".json.tmp")
+          temporary.write_text(json.dumps(job(name)))
+          os.replace(temporary, result_path(name))
+      finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return True
+
+  with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
+    claimed = dict(zip(names, pool.map(lambda n: attempt(n, False), names)))
+  for name in names:
+    if not claimed[name]:
+      attempt(name, True)  # another process runs it: wait for its result
+  return {name: json.loads(result_path(name).read_text()) for name in names}
+
+
 @pytest.fixture(scope="session")
 def trained_models(tmp_path_factory):
   """Trains every variant and a plain T5 model for TRAIN_STEPS steps.
 
+  Once per test run, whichever workers ask (`run_once_across_workers`).
+
   Returns:
     name -> (model_dir, runner.Result).
   """
-  root = tmp_path_factory.mktemp("trained")
+  root = shared_directory(tmp_path_factory, "trained")
 
   def train(name):
-    model_dir = str(root / name)
     result = runner.run(commands.local_train(
-        model_dir, name, steps=TRAIN_STEPS, length=LENGTH), timeout=900)
-    return name, (model_dir, result)
+        str(root / name), name, steps=TRAIN_STEPS, length=LENGTH),
+                        timeout=900)
+    return {f.name: getattr(result, f.name)
+            for f in dataclasses.fields(result) if not f.name.startswith("_")}
 
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    return dict(pool.map(train, VARIANTS + (T5_VANILLA,)))
+  results = run_once_across_workers(root, VARIANTS + (T5_VANILLA,), train)
+  return {name: (str(root / name), runner.Result(**fields))
+          for name, fields in results.items()}
 
 
 @pytest.fixture(scope="module")
