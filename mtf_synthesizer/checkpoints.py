@@ -32,8 +32,8 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
   * Any other variable in neither form is an error that lists all of them,
     unless it matches a regular expression of
     `mtf_synthesizer.vanilla_to_synthesizer.allow_fresh` (searched in the
-    graph name), e.g. `['_slot_']` for a checkpoint without optimizer slots.
-    So is a shape that differs from the checkpoint's.
+    graph name), e.g. `['_slot_']` for a checkpoint that holds some
+    optimizer slots but not all. So is a shape that differs from the checkpoint's.
   * The checkpoint is the one mesh is restoring, whether it came from gin
     (`utils.run.init_checkpoint`) or from Python
     (`t5.models.MtfModel.train(init_checkpoint=...)`, `MtfModel.finetune`).
@@ -524,7 +524,8 @@ def vanilla_to_synthesizer(name: str,
     allow_fresh: regular expressions (re.search in the graph names) of
       variables that may start from their initializers when the checkpoint
       has them in neither their mapped nor their own form, e.g. ['_slot_']
-      for a checkpoint saved without optimizer slots.
+      for a checkpoint that holds some optimizer slots but not all (a
+      checkpoint with none starts them fresh without it).
 
   Returns:
     The variable's name in the checkpoint (its mapped name when it is in
