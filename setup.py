@@ -49,6 +49,7 @@ setuptools.setup(
         "t5==0.9.4",
         "tensorflow>=2.12,<2.16",
         "gin-config",
+        "pycocoevalcap==1.2",  # PersonaChat's METEOR 1.5 and CIDEr-D
         "seqio-nightly",
         "tfds-nightly",
     ],

@@ -5,15 +5,21 @@
 Accuracy, F1, MCC, Pearson/Spearman and BLEU are t5's own
 (`t5.evaluation.metrics`), used as is by the tasks. This module adds ROUGE
 with sentence-free ROUGE-L, perplexity from scores, and METEOR and CIDEr-D
-(the paper's PersonaChat metrics, Table 3) in pure Python.
+(the paper's PersonaChat metrics, Table 3) from pycocoevalcap, the
+implementations nlg-eval runs, with METEOR's exact-match module in pure
+Python for machines without Java (`meteor_exact`).
 """
 
 import collections
 import math
 import re
+import shutil
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from absl import logging
 import numpy as np
+from pycocoevalcap.cider import cider as coco_cider
+from pycocoevalcap.meteor import meteor as coco_meteor
 from t5.evaluation import metrics as t5_metrics
 
 from t5_tasks import vocabulary
@@ -82,10 +88,6 @@ METEOR_GAMMA = 0.5
 # Alignment choices explored per sentence pair before settling for the best
 # alignment found so far (reached only by long texts with many repeated words).
 METEOR_SEARCH_BUDGET = 20000
-
-CIDER_MAX_N = 4
-CIDER_SIGMA = 6.0
-CIDER_SCALE = 10.0
 
 
 def tokenize(text: str) -> List[str]:
@@ -220,9 +222,9 @@ def meteor_sentence(candidate: str, reference: str) -> float:
   return fmean * (1 - penalty)
 
 
-def meteor(targets: Sequence[str],
+def meteor_exact(targets: Sequence[str],
            predictions: Sequence[str]) -> Dict[str, float]:
-  """METEOR (Banerjee & Lavie 2005), exact-match module only, x100.
+  """METEOR's exact-match module alone (an approximation of METEOR), x100.
 
   Both texts are tokenized by `tokenize` (lowercased words and punctuation
   marks). Unigrams are aligned by exact match only: the stemming and WordNet
@@ -245,53 +247,87 @@ def meteor(targets: Sequence[str],
     predictions: predicted texts.
 
   Returns:
-    {"meteor": mean score in [0, 100)} (0 for no examples).
+    {"meteor_exact": mean score in [0, 100)} (0 for no examples).
 
   Raises:
     ValueError: `targets` and `predictions` differ in length.
   """
   _check_lengths(targets, predictions)
   if not targets:
-    return {"meteor": 0.0}
+    return {"meteor_exact": 0.0}
   scores = [meteor_sentence(p, t) for t, p in zip(targets, predictions)]
-  return {"meteor": 100.0 * float(np.mean(scores))}
+  return {"meteor_exact": 100.0 * float(np.mean(scores))}
 
 
-def _ngram_counts(tokens: Sequence[str],
-                  n: int) -> collections.Counter:
-  return collections.Counter(
-      tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+def java_available() -> bool:
+  """Whether a Java runtime (`java` on PATH) can run METEOR 1.5's jar."""
+  return shutil.which("java") is not None
 
 
-def cider(targets: Sequence[str],
-          predictions: Sequence[str]) -> Dict[str, float]:
-  """CIDEr-D (Vedantam et al. 2015) with one reference per example.
+def meteor(targets: Sequence[str],
+           predictions: Sequence[str]) -> Dict[str, float]:
+  """METEOR 1.5 as nlg-eval computes it (the paper's Table 3), x100.
 
-  Texts are tokenized by `tokenize`. For n = 1..4, each text becomes a TF-IDF
-  vector over its n-grams: the weight of n-gram g is count(g) * log(N /
-  max(1, df(g))), where N is the number of examples and df(g) the number of
-  references (the targets of this call) that contain g; an n-gram found in
-  no reference gets the largest weight, log N, and one found in every
-  reference weight 0. The similarity of order n is
-
-    sum_g min(w_cand(g), w_ref(g)) * w_ref(g) / (|w_cand| * |w_ref|)
-      * exp(-(len_cand - len_ref)**2 / (2 * sigma**2)),
-
-  with sigma = 6 and lengths in tokens: candidate weights are clipped by the
-  reference's (repeating a word earns nothing), and the Gaussian penalty
-  punishes a length different from the reference's. It is 0 when either
-  vector is empty or all zero. An example scores 10 times the mean over
-  n = 1..4, and the result is the mean over examples. This is CIDEr-D's own
-  scale (as in the coco-caption toolkit), not a percentage: an example scores
-  at most 10, and an identical candidate exactly 10 when, for each n, it has
-  an n-gram that is not in every reference.
+  pycocoevalcap's wrapper of the METEOR 1.5 jar (English, `-norm`: exact,
+  stem, synonym and paraphrase modules), whose corpus score is that of all
+  the examples' statistics together. It runs in a Java runtime. Without
+  one, this logs one line and returns `meteor_exact` (the exact-match
+  approximation, under its own name) instead.
 
   Args:
     targets: reference texts, one per example.
     predictions: predicted texts.
 
   Returns:
-    {"cider": mean CIDEr-D} (0 for no examples).
+    {"meteor": score in [0, 100]}, or {"meteor_exact": ...} without Java
+    (0 for no examples).
+
+  Raises:
+    ValueError: `targets` and `predictions` differ in length.
+  """
+  _check_lengths(targets, predictions)
+  if not java_available():
+    logging.warning("METEOR needs a Java runtime (no `java` on PATH): "
+                    "reporting meteor_exact, its exact-match module alone.")
+    return meteor_exact(targets, predictions)
+  if not targets:
+    return {"meteor": 0.0}
+  references, candidates = _as_coco(targets, predictions)
+  scorer = coco_meteor.Meteor()
+  try:
+    score, _ = scorer.compute_score(references, candidates)
+  finally:
+    scorer.meteor_p.kill()
+    scorer.meteor_p.wait()
+  return {"meteor": 100.0 * float(score)}
+
+
+def _as_coco(targets: Sequence[str], predictions: Sequence[str]
+             ) -> Tuple[Dict[int, List[str]], Dict[int, List[str]]]:
+  """The texts as pycocoevalcap takes them: one line each, by example."""
+  def line(text):
+    return " ".join(text.split())
+  return ({i: [line(t)] for i, t in enumerate(targets)},
+          {i: [line(p)] for i, p in enumerate(predictions)})
+
+
+def cider(targets: Sequence[str],
+          predictions: Sequence[str]) -> Dict[str, float]:
+  """CIDEr-D as nlg-eval computes it (the paper's Table 3), x100.
+
+  pycocoevalcap's CIDEr-D (Vedantam et al. 2015: n = 1..4, TF-IDF weights
+  with document frequencies from this call's references, candidate weights
+  clipped by the reference's, a Gaussian length penalty with sigma 6, 10
+  times the mean over n), on the texts as given, split at whitespace, one
+  reference per example. The mean over examples is reported x100, the
+  paper's scale (its Table 3 gives 18.94 for the Transformer).
+
+  Args:
+    targets: reference texts, one per example.
+    predictions: predicted texts.
+
+  Returns:
+    {"cider": score} (0 for no examples).
 
   Raises:
     ValueError: `targets` and `predictions` differ in length.
@@ -299,26 +335,5 @@ def cider(targets: Sequence[str],
   _check_lengths(targets, predictions)
   if not targets:
     return {"cider": 0.0}
-  refs = [tokenize(t) for t in targets]
-  cands = [tokenize(p) for p in predictions]
-  log_n = math.log(len(refs))
-  totals = np.zeros(len(refs))
-  for n in range(1, CIDER_MAX_N + 1):
-    ref_counts = [_ngram_counts(r, n) for r in refs]
-    df = collections.Counter(g for counts in ref_counts for g in counts)
-
-    def weights(counts, df=df):
-      return {g: c * (log_n - math.log(max(1, df[g])))
-              for g, c in counts.items()}
-
-    for k, (cand, ref) in enumerate(zip(cands, ref_counts)):
-      w_cand, w_ref = weights(_ngram_counts(cand, n)), weights(ref)
-      norm = (math.sqrt(sum(v * v for v in w_cand.values())) *
-              math.sqrt(sum(v * v for v in w_ref.values())))
-      if not norm:
-        continue
-      dot = sum(min(v, w_ref.get(g, 0.0)) * w_ref.get(g, 0.0)
-                for g, v in w_cand.items())
-      delta = len(cand) - len(refs[k])
-      totals[k] += dot / norm * math.exp(-delta**2 / (2 * CIDER_SIGMA**2))
-  return {"cider": float(np.mean(CIDER_SCALE * totals / CIDER_MAX_N))}
+  score, _ = coco_cider.Cider().compute_score(*_as_coco(targets, predictions))
+  return {"cider": 100.0 * float(score)}
