@@ -11,14 +11,18 @@ stock CLI; importing the package anywhere else has no side effect. `run()`:
   * checks `--model_dir` and every `--gin_file=synthesizer/...` and says
     clearly what is wrong before TensorFlow or gin would (`cli_checks.py`);
   * applies `MTF_SYNTH_CPU_DEVICES=N`: N logical CPU devices for the CLI's
-    sessions (`cpu_devices.py`).
+    sessions (`cpu_devices.py`);
+  * applies `MTF_SYNTH_GRAPH_FILES=0`: no graph files beside the
+    checkpoints (`graph_files.py`).
 """
 
 from mtf_synthesizer import cli_checks
 from mtf_synthesizer import cpu_devices
+from mtf_synthesizer import graph_files
 
 
 def run() -> None:
   """Applies the stock CLI's checks and settings (see the module doc)."""
   cli_checks.check_cli_flags()
   cpu_devices.install_from_env()
+  graph_files.install_from_env()

@@ -28,6 +28,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(REPO, "tools")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+# The stock-CLI runs of the tests write no graph files beside their
+# checkpoints (a quarter of a tiny run's time; `graph_files.py`), except
+# where a test asks for TF's default (test_preemption.py).
+os.environ.setdefault("MTF_SYNTH_GRAPH_FILES", "0")
 
 
 def _check_installed_hook():

@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import graph_files
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import progress
 from mtf_synthesizer.jobs import runner
@@ -82,7 +83,8 @@ def _command(model_dir: str,
       dims=DIMS,
       gin_params=["utils.run.save_checkpoints_steps = %d" % SAVE_EVERY,
                   "utils.run.keep_checkpoint_max = %d" % KEEP] +
-      list(gin_params))
+      list(gin_params),
+      env={graph_files.ENV_VAR: "1"})  # TF's default: the .meta files too
 
 
 def _promised(last_step: int) -> List[int]:
@@ -437,3 +439,11 @@ def test_same_seed_runs_are_identical(seeded):
   # Only the losses: the step number mesh prints races with the increment.
   assert [loss for _, loss in first.steps] == [
       loss for _, loss in second.steps]
+
+
+def test_graph_files_are_written_by_default(preempted):
+  """TF's default (MTF_SYNTH_GRAPH_FILES=1): the graph beside checkpoints."""
+  model_dir = preempted["step"].model_dir
+  assert os.path.isfile(os.path.join(model_dir, "graph.pbtxt"))
+  for step in _listed(model_dir):
+    assert os.path.isfile(os.path.join(model_dir, "model.ckpt-%d.meta" % step))

@@ -81,3 +81,12 @@ def test_every_variant_gin_file_is_tested():
            if f.endswith(".gin") and not f.startswith("_")
            } - set(attentions.EXTRA_GIN_FILES)
   assert files == set(VARIANTS) == set(conftest.VARIANTS)
+
+
+def test_runs_without_graph_files_have_none(trained_models):
+  """MTF_SYNTH_GRAPH_FILES=0 (conftest.py): variables and state file only."""
+  for name, (model_dir, result) in sorted(trained_models.items()):
+    assert result.returncode == 0, (name, result.output[-2000:])
+    files = os.listdir(model_dir)
+    assert "checkpoint" in files and "graph.pbtxt" not in files, (name, files)
+    assert not [f for f in files if f.endswith(".meta")], (name, files)
