@@ -249,7 +249,11 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
       the tables), else int Tensors of positions inside each segment.
     """
     if context.mode == "incremental":
-      return context.position, None
+      # mesh's decoding loop runs until every example is done, so an
+      # example that reached the end (a language model's longer prompt)
+      # takes more steps past it; their outputs are discarded, but their
+      # rows must exist: read the last one.
+      return mtf.minimum(context.position, self.max_length - 1), None
     if not context.position_is_default:  # explicit positions from the data
       return context.position, memory_position
     sequence_id = packed_sequence_id(context)
