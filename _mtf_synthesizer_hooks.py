@@ -14,8 +14,10 @@ Two fixes, each applied only when needed, and one entry point:
     there. Before the first import of `mesh_tensorflow` the function is put
     back where mesh looks for it.
   * `t5.models` imports `t5.models.hf_model`, which imports torch (not a
-    dependency of t5). When torch is not installed, that one module is
-    replaced by a stand-in whose `HfPyTorchModel` explains what is missing.
+    dependency of t5). When torch is not installed, and always in the stock
+    CLI (which never uses it; importing torch and transformers there costs
+    seconds and hundreds of MB per run), that one module is replaced by a
+    stand-in whose `HfPyTorchModel` explains what is missing.
   * In the stock CLI only (the program is `t5_mesh_transformer`), once
     `--module_import=mtf_synthesizer` has imported the package,
     `mtf_synthesizer.cli_entry.run()` checks the CLI's flags and applies
@@ -62,9 +64,11 @@ class _HfModelStandIn(importlib.abc.Loader):
       def __init__(self, *args, **kwargs):
         del args, kwargs
         raise ImportError(
-            "t5.models.HfPyTorchModel needs torch, which is not installed. "
-            "mtf_synthesizer uses the Mesh TensorFlow model (MtfModel); "
-            "install torch yourself if you need the Hugging Face model.")
+            "t5.models.HfPyTorchModel is not available here: it needs torch "
+            "(pip install 'mtf_synthesizer[torch]'), and the stock CLI "
+            "never loads it. mtf_synthesizer uses the Mesh TensorFlow model "
+            "(MtfModel); tools/export_hf.py takes a trained model to "
+            "PyTorch.")
     module.HfPyTorchModel = HfPyTorchModel
 
 
@@ -102,8 +106,8 @@ class _Finder(importlib.abc.MetaPathFinder):
     if fullname == "mesh_tensorflow" and not self._patched_tf:
       self._patched_tf = True
       patch_tensorflow_for_mesh()
-    elif (fullname == _HF_MODULE and
-          importlib.util.find_spec("torch") is None):
+    elif fullname == _HF_MODULE and (
+        is_stock_cli() or importlib.util.find_spec("torch") is None):
       return importlib.machinery.ModuleSpec(fullname, _HfModelStandIn())
     elif fullname == _PACKAGE and is_stock_cli():
       spec = importlib.machinery.PathFinder.find_spec(fullname, path)
