@@ -198,6 +198,48 @@ def trained_models(tmp_path_factory):
           for name, fields in results.items()}
 
 
+# Inputs that the stock CLI decodes (`infer.gin`) with the trained models,
+# for the exports' tests to compare with; the last is longer than the
+# models' inputs (LENGTH), which truncate it.
+LONG_INPUT = ("Python's documentation, repeated until it is far longer than "
+              "the model's inputs. " * 4)
+DECODE_INPUTS = ("The \"assert\" statement is a convenient way to insert",
+                 "A class definition defines a class object.",
+                 "for x in range(3): print(x)",
+                 LONG_INPUT)
+
+
+@pytest.fixture(scope="session")
+def cli_decodes_of(trained_models, tmp_path_factory):
+  """The stock CLI's greedy decodes of DECODE_INPUTS by trained models.
+
+  Each model decodes once per test run, whichever workers ask
+  (`run_once_across_workers`).
+
+  Returns:
+    A function: variants -> {variant: [decoded string per input]}.
+  """
+  root = shared_directory(tmp_path_factory, "decoded")
+
+  def decode(variant):
+    input_file = root / (variant + ".inputs.txt")
+    input_file.write_text("\n".join(DECODE_INPUTS) + "\n")
+    model_dir, trained = trained_models[variant]
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    result = runner.run(commands.infer(
+        commands.local_train(model_dir, variant, TRAIN_STEPS, length=LENGTH),
+        str(input_file), str(root / variant)), timeout=900)
+    assert result.returncode == 0, (variant, result.stderr[-3000:])
+    return {"decodes": cli_decodes(str(root / ("%s-%d" % (variant,
+                                                          TRAIN_STEPS))))}
+
+  def get(variants: Sequence[str]) -> Dict[str, List[str]]:
+    results = run_once_across_workers(root, list(variants), decode)
+    return {v: results[v]["decodes"] for v in variants}
+
+  return get
+
+
 @pytest.fixture(scope="module")
 def byte_vocab():
   """Selects the byte vocabulary (offline) for a module's tasks."""
@@ -253,6 +295,51 @@ out = {d: tool["predict"](d, inputs, batch) for d, inputs, batch in requests}
 loaded = sorted(m.split(".")[0] for m in sys.modules)
 print("RESULT " + json.dumps({"outputs": out, "modules": loaded}))
 """
+
+
+# What a PyTorch user of an export need not have: `pytorch_python` hides it.
+WITHOUT_TENSORFLOW = frozenset([
+    "tensorflow", "tensorflow_estimator", "tensorflow_text",
+    "tensorflow_datasets", "tensorflow_io_gcs_filesystem", "tf_keras",
+    "keras", "tfds_nightly", "mesh_tensorflow", "t5", "mtf_synthesizer",
+    "_mtf_synthesizer_hooks", "t5_tasks", "seqio", "seqio_nightly", "gin",
+    "gin_config"])
+
+
+def pytorch_python(root: pathlib.Path) -> List[str]:
+  """A Python command whose imports cannot find TensorFlow, mesh or us.
+
+  Its path holds the virtual environment's site-packages but for the
+  packages (and their metadata) of WITHOUT_TENSORFLOW: a folder of links to
+  the others; no `site` (so no .pth start-up hooks either), no PYTHONPATH
+  and no current directory (`-I`, so not the checkout). What runs there sees
+  an export as a PyTorch-only user does.
+
+  Args:
+    root: a folder to hold the links.
+
+  Returns:
+    The command's first arguments: the interpreter, without `site`, with the
+    links first on its path, running the script given next (then the
+    script's arguments).
+  """
+  import site  # pylint: disable=g-import-not-at-top
+  source = [p for p in site.getsitepackages() if p.endswith("site-packages")]
+  links = root / "site-packages"
+  links.mkdir(exist_ok=True)
+  for folder in source:
+    for entry in os.listdir(folder):
+      top = entry.split("-")[0].split(".")[0].lower().replace("-", "_")
+      if (top in WITHOUT_TENSORFLOW or entry.endswith(".pth") or
+          top.startswith("tensorflow")):
+        continue
+      target = links / entry
+      if not target.exists():
+        os.symlink(os.path.join(folder, entry), target)
+  return [sys.executable, "-I", "-S", "-c",
+          "import sys, runpy; sys.path.insert(0, %r); "
+          "sys.argv = sys.argv[1:]; "
+          "runpy.run_path(sys.argv[0], run_name='__main__')" % str(links)]
 
 
 def cli_decodes_from_lines(lines):

@@ -37,12 +37,8 @@ README_EXPORT = doc_blocks.find("README.md", "--mode=export_predict",
                                 program=doc_blocks.CLI)
 README_DECODE = doc_blocks.find("README.md", "saved_model_predict.py")
 (BATCH,) = map(int, README_EXPORT.values("batch_size"))  # the exported batch
-LONG = ("Python's documentation, repeated until it is far longer than the "
-        "model's inputs. " * 4)
-INPUTS = ["The \"assert\" statement is a convenient way to insert",
-          "A class definition defines a class object.",
-          "for x in range(3): print(x)",
-          LONG]
+LONG = conftest.LONG_INPUT
+INPUTS = list(conftest.DECODE_INPUTS)
 
 def _saved_model(export_dir):
   (stamp,) = [d for d in os.listdir(export_dir) if d.isdigit()]
@@ -51,38 +47,28 @@ def _saved_model(export_dir):
 
 
 @pytest.fixture(scope="module")
-def exported(trained_models, tmp_path_factory):
+def exported(trained_models, cli_decodes_of, tmp_path_factory):
   """Per variant: the CLI's decodes and the exported SavedModel."""
   root = tmp_path_factory.mktemp("export")
-  input_file = root / "inputs.txt"
-  input_file.write_text("\n".join(INPUTS) + "\n")
 
-  def job(item):
-    variant, mode = item
+  def export(variant):
     model_dir, trained = trained_models[variant]
     assert trained.returncode == 0, trained.stderr[-3000:]
-    if mode == "decode":
-      command = commands.infer(
-          commands.local_train(model_dir, variant, conftest.TRAIN_STEPS,
-                                length=conftest.LENGTH),
-          str(input_file), str(root / variant))
-    else:
-      command = [commands.cli_path()] + README_EXPORT.substituted({
-          "--export_dir=$MODEL_DIR/export":
-              "--export_dir=" + str(root / (variant + "_export")),
-          "--model_dir=$MODEL_DIR": "--model_dir=" + model_dir})[1:]
-    return item, runner.run(command, timeout=900)
+    command = [commands.cli_path()] + README_EXPORT.substituted({
+        "--export_dir=$MODEL_DIR/export":
+            "--export_dir=" + str(root / (variant + "_export")),
+        "--model_dir=$MODEL_DIR": "--model_dir=" + model_dir})[1:]
+    return variant, runner.run(command, timeout=900)
 
-  jobs = [(v, m) for v in VARIANTS for m in ("decode", "export")]
   with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    runs = dict(pool.map(job, jobs))
-  for (variant, mode), result in runs.items():
-    assert result.returncode == 0, (variant, mode, result.stderr[-3000:])
+    runs = dict(pool.map(export, VARIANTS))
+  for variant, result in runs.items():
+    assert result.returncode == 0, (variant, result.stderr[-3000:])
+  decodes = cli_decodes_of(VARIANTS)
   out = {}
   for variant in VARIANTS:
     out[variant] = {
-        "cli": conftest.cli_decodes(str(root / ("%s-%d" % (variant,
-                                                    conftest.TRAIN_STEPS)))),
+        "cli": decodes[variant],
         "saved_model": _saved_model(str(root / (variant + "_export")))}
   served = conftest.tf_only_predict([(out[v]["saved_model"], INPUTS, BATCH)
                             for v in VARIANTS])
