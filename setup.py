@@ -53,4 +53,7 @@ setuptools.setup(
         "seqio-nightly",
         "tfds-nightly",
     ],
+    # Loading a model that tools/export_hf.py wrote, in PyTorch
+    # (transformers and safetensors come with t5).
+    extras_require={"torch": ["torch>=2.1"]},
 )

@@ -110,6 +110,7 @@ RUN_ELSEWHERE = {
     ("docs/baselines.md", "baselines/linformer.gin"): "test_baselines_cli.py",
     ("README.md", "--mode=export_predict"): "test_export.py",
     ("README.md", "saved_model_predict.py"): "test_export.py",
+    ("README.md", "export_hf.py"): "test_hf_export.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -123,6 +124,11 @@ RUN_HERE = (
 # The Python blocks run here, by a marker of each.
 PYTHON_RUNS = (("README.md", "model.finetune("),
                ("docs/serving.md", "model.export("))
+# Python blocks that other test modules run, where their models are.
+PYTHON_RUN_ELSEWHERE = {
+    ("README.md", "AutoModelForSeq2SeqLM.from_pretrained"):
+        "test_hf_export.py",
+}
 
 
 def _line(command: doc_blocks.Command) -> str:
@@ -253,13 +259,18 @@ def test_every_command_runs_or_says_why():
 
 
 def test_every_python_block_is_run():
+  runs = list(PYTHON_RUNS) + list(PYTHON_RUN_ELSEWHERE)
   for block in BLOCKS:
     if block.lang == "python":
       compile(block.text, block.where, "exec")
-      assert [k for k in PYTHON_RUNS if k[0] == block.doc and
+      assert [k for k in runs if k[0] == block.doc and
               k[1] in block.text], "%s: no test runs it" % block.where
-  for doc, marker in PYTHON_RUNS:
+  for doc, marker in runs:
     doc_blocks.find_block(doc, "python", marker)
+  for (doc, marker), module in PYTHON_RUN_ELSEWHERE.items():
+    with open(os.path.join(conftest.REPO, "tests", module)) as f:
+      text = f.read()
+    assert doc in text and marker in text, (module, doc, marker)
 
 
 # --- names: the stock CLI --------------------------------------------------

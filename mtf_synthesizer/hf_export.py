@@ -1,0 +1,444 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Exports a trained mesh model to a Hugging Face `transformers` directory.
+
+`export(model_dir, out_dir)` writes what
+`AutoModelForSeq2SeqLM.from_pretrained(out_dir, trust_remote_code=True)`
+(or `AutoModelForCausalLM` for a decoder-only language model) loads:
+
+  * config.json: the model as mesh built it from the run's
+    operative_config.gin (`describe`), with `auto_map` naming the classes;
+  * model.safetensors: every variable of the checkpoint, float32, under the
+    PyTorch name of `parameter_name` (optimizer slots left out);
+  * configuration_mtf_synthesizer.py, modeling_mtf_synthesizer.py: the
+    PyTorch model (`mtf_synthesizer/hf_model/`);
+  * the tokenizer: `ByT5Tokenizer` for the byte vocabulary, `T5Tokenizer`
+    for a SentencePiece model, with the run's extra ids;
+  * generation_config.json: decoding starts at id 0 and ends at EOS (1).
+
+The export reads the checkpoint with TensorFlow and writes with
+`safetensors.numpy`; only the tokenizer is written by `transformers` (which
+imports torch when it is installed). Neither torch nor the model's code is
+needed to export.
+"""
+
+import json
+import os
+import re
+import shutil
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
+import gin
+import mesh_tensorflow as mtf
+from mesh_tensorflow.transformer import transformer
+from mesh_tensorflow.transformer import transformer_layers
+from mesh_tensorflow.transformer import utils as mtf_utils
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+import mtf_synthesizer  # pylint: disable=unused-import  (gin configurables)
+from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import synthesizers
+
+MODEL_CODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "hf_model")
+MODEL_CODE_FILES = ("configuration_mtf_synthesizer.py",
+                    "modeling_mtf_synthesizer.py")
+SEQ2SEQ_CLASS = "MtfSynthesizerForConditionalGeneration"
+CAUSAL_LM_CLASS = "MtfSynthesizerForCausalLM"
+# mesh's layer stack as T5 builds it: pre-norm residual layers.
+_DEFAULT_SUBLAYERS = {
+    "_sublayers_initial": ["sublayer_dropout"],
+    "_sublayers_per_layer": ["sublayer_rms_norm", "sublayer_call_layer",
+                             "sublayer_dropout", "sublayer_residual"],
+    "_sublayers_final": ["sublayer_rms_norm", "sublayer_dropout"],
+}
+# Modules the operative config names, imported before parsing it.
+_CONFIG_MODULES = ("t5.models.mesh_transformer", "t5_tasks")
+
+
+class ExportError(ValueError):
+  """The model has a part the PyTorch model does not implement."""
+
+
+def _function_spec(function: synthesizers.SynthesizingFunction,
+                   max_length: int) -> Dict[str, Any]:
+  """A synthesizing function's name and the settings its weights need."""
+  spec = {"name": function.name}
+  if isinstance(function, synthesizers.FactorizedRandom):
+    spec["k"] = function.k
+  elif isinstance(function, synthesizers.Dense):
+    spec.update(hidden_size=function.hidden_size, use_bias=function.use_bias,
+                share_query_projection=function.share_query_projection)
+  elif isinstance(function, synthesizers.FactorizedDense):
+    a, b = function.factor_sizes(max_length)
+    spec.update(a=a, b=b, hidden_size=function.hidden_size,
+                use_bias=function.use_bias)
+  elif not isinstance(function, (synthesizers.Random,
+                                 synthesizers.DotProduct)):
+    raise ExportError("the synthesizing function %r has no PyTorch "
+                      "implementation" % function.name)
+  return spec
+
+
+def _attention_spec(layer: transformer_layers.SelfAttention,
+                    kind: str) -> Dict[str, Any]:
+  """The settings of an attention layer (mesh's or SynthesizerAttention)."""
+  problems = []
+  if getattr(layer, "attention_func", None) is not None:
+    problems.append("attention_func=%r" % layer.attention_func)
+  if not layer.combine_dims or layer.keep_query_heads_dims:
+    problems.append("combine_dims=False or keep_query_heads_dims=True")
+  if layer.shared_kv and kind != "SynthesizerAttention":
+    problems.append("shared_kv=True")
+  if (layer.attention_kwargs or {}).get("extra_logit") is not None:
+    problems.append("extra_logit")
+  if layer.relative_attention_type not in (None, "bias", "bias_shared"):
+    problems.append("relative_attention_type=%r" %
+                    layer.relative_attention_type)
+  if kind == "EncDecAttention" and layer.relative_attention_type:
+    problems.append("a relative position bias in EncDecAttention")
+  if problems:
+    raise ExportError("%s with %s is not supported by the export" %
+                      (kind, ", ".join(problems)))
+  spec = {
+      "type": kind,
+      "num_heads": layer.num_heads,
+      "d_kv": layer.kv_dim.size,
+      "num_memory_heads": layer.num_memory_heads,
+      "relative_attention": layer.relative_attention_type,
+      "relative_attention_num_buckets": layer.relative_attention_num_buckets,
+      "scale_queries": not layer.fold_scaling_into_initializer,
+  }
+  if isinstance(layer, layer_lib.SynthesizerAttention):
+    synth = layer.synthesizer
+    functions = (synth.components if isinstance(synth, synthesizers.Mixture)
+                 else [synth])
+    spec.update(
+        functions=[_function_spec(f, layer.max_length) for f in functions],
+        learned_weights=bool(getattr(synth, "learned_weights", False)),
+        max_length=layer.max_length)
+  return spec
+
+
+def _layer_spec(layer) -> Dict[str, Any]:
+  """The dict of one layer of a block (see the configuration's docstring)."""
+  kind = type(layer).__name__
+  if kind in ("SynthesizerAttention", "SelfAttention", "EncDecAttention"):
+    return _attention_spec(layer, kind)
+  if kind == "DenseReluDense":
+    activation = layer.activation
+    activations = ([activation] if isinstance(activation, str)
+                   else list(activation))
+    if not all(isinstance(a, str) for a in activations):
+      raise ExportError("DenseReluDense.activation must be names, got %r" %
+                        (activation,))
+    if layer.use_bias:
+      raise ExportError("DenseReluDense with use_bias is not supported")
+    return {"type": kind, "d_ff": layer.hidden_size,
+            "activations": activations}
+  raise ExportError("layer %s is not supported by the export (supported: "
+                    "SynthesizerAttention, SelfAttention, EncDecAttention, "
+                    "DenseReluDense)" % kind)
+
+
+def _stack_spec(unitransformer: transformer.Unitransformer,
+                layer_names: List[str]) -> Dict[str, Any]:
+  """A Unitransformer's stack: blocks of the same layers, and its ends."""
+  stack = unitransformer.layer_stack
+  for attribute, expected in _DEFAULT_SUBLAYERS.items():
+    names = [getattr(f, "__name__", repr(f))
+             for f in getattr(stack, attribute)]
+    if names != expected:
+      raise ExportError("%s of %s is %s; the export supports mesh's default "
+                        "%s" % (attribute, unitransformer.name, names,
+                                expected))
+  if (unitransformer.sinusoid_positional_embedding or
+      unitransformer.ensemble_dims):
+    raise ExportError("sinusoid positional embeddings and ensembles are not "
+                      "supported by the export")
+  if unitransformer.autoregressive and unitransformer.input_full_attention:
+    raise ExportError("input_full_attention is not supported by the export")
+  layers = stack.layers
+  per_block = len(layer_names)
+  if per_block == 0 or len(layers) % per_block:
+    raise ExportError("%s: %d layers do not make blocks of %d" % (
+        unitransformer.name, len(layers), per_block))
+  specs = [_layer_spec(layer) for layer in layers[:per_block]]
+  for spec, name in zip(specs, layer_names):
+    if spec["type"] != name:
+      raise ExportError("%s: the checkpoint has %s where the model has %s" % (
+          unitransformer.name, name, spec["type"]))
+  if unitransformer.output_vocab_dim is None:
+    logits = None
+  elif unitransformer.shared_embedding_and_softmax_weights:
+    logits = "embedding"
+  else:
+    logits = "kernel"
+  return {
+      "num_blocks": len(layers) // per_block,
+      "layers": specs,
+      "autoregressive": bool(unitransformer.autoregressive),
+      "positional_embedding": (unitransformer.max_length_dim.size
+                               if unitransformer.positional_embedding
+                               else None),
+      "logits": logits,
+  }
+
+
+def parameter_name(mesh_name: str) -> Optional[str]:
+  """The PyTorch parameter of a checkpoint variable (None: not exported).
+
+  encoder/block_001/layer_000/SynthesizerAttention/random/R becomes
+  encoder.block.1.layer.0.SynthesizerAttention.random.R; the norms'
+  "scale" and the kernels' "kernel" leaves are dropped; T5.1.0's layer_norm
+  and final_layer_norm names are read as rms_norm.
+
+  Args:
+    mesh_name: a checkpoint variable's name.
+
+  Returns:
+    The name in the PyTorch model's state dict, or None for global_step and
+    optimizer slots.
+  """
+  if mesh_name == "global_step" or "_slot_" in mesh_name:
+    return None
+  if mesh_name == "shared/embedding":
+    return "shared"
+  name = re.sub(r"/(final_)?layer_norm/scale$", "/rms_norm/scale", mesh_name)
+  name = re.sub(r"/(scale|kernel)$", "", name)
+  name = re.sub(r"block_(\d+)", lambda m: "block.%d" % int(m.group(1)), name)
+  name = re.sub(r"layer_(\d+)", lambda m: "layer.%d" % int(m.group(1)), name)
+  return name.replace("/", ".")
+
+
+def _checkpoint_layers(shapes: Dict[str, List[int]],
+                       stack: str) -> List[str]:
+  """The layer classes of a stack's first block, from the variable names."""
+  found = {}
+  pattern = re.compile(r"^%s/block_000/layer_(\d+)/(\w+)/" % re.escape(stack))
+  for name in shapes:
+    m = pattern.match(name)
+    if m and m.group(2) not in ("rms_norm", "layer_norm"):
+      found[int(m.group(1))] = m.group(2)
+  return [found[i] for i in sorted(found)]
+
+
+def _run_vocabulary() -> Tuple[Optional[str], int]:
+  """The vocabulary of the parsed run, as t5 chooses it for MIXTURE_NAME.
+
+  Returns:
+    ("byte" or a SentencePiece model path, extra ids), or (None, 100) when
+    the run's task is not registered here or its vocabulary is of another
+    kind.
+  """
+  import seqio  # pylint: disable=g-import-not-at-top
+  from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top
+  try:
+    vocabulary = mesh_transformer.get_vocabulary()
+  except (ValueError, KeyError, TypeError) as e:
+    logging.warning("the run's vocabulary is unknown here (%s)", e)
+    return None, 100
+  if isinstance(vocabulary, tuple):
+    vocabulary = vocabulary[1]  # the targets'
+  vocabulary = getattr(vocabulary, "delegate", vocabulary)  # t5_tasks' lazy
+  if isinstance(vocabulary, seqio.ByteVocabulary):
+    return "byte", vocabulary.extra_ids
+  if isinstance(vocabulary, seqio.SentencePieceVocabulary):
+    return vocabulary.sentencepiece_model_file, vocabulary.extra_ids
+  return None, 100
+
+
+def describe(model_dir: str,
+             checkpoint: Optional[str] = None) -> Tuple[Dict[str, Any], str]:
+  """The configuration of a trained model, from its operative config.
+
+  Gin is cleared, the run's operative_config.gin parsed, and the model built
+  as the stock CLI builds it (`utils.build_model`); its layers are read back.
+  Gin is cleared again afterwards.
+
+  Args:
+    model_dir: the run's model directory (operative_config.gin, checkpoints).
+    checkpoint: a checkpoint prefix; default the latest in model_dir.
+
+  Returns:
+    (MtfSynthesizerConfig keyword arguments, the checkpoint prefix).
+
+  Raises:
+    ExportError: the model has a part the export does not support.
+    FileNotFoundError: no operative config or checkpoint.
+  """
+  import importlib  # pylint: disable=g-import-not-at-top
+  for module in _CONFIG_MODULES:
+    importlib.import_module(module)
+  config_path = os.path.join(model_dir, "operative_config.gin")
+  if not tf.io.gfile.exists(config_path):
+    raise FileNotFoundError("%s not found: export needs a model directory "
+                            "the stock CLI trained" % config_path)
+  checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
+  if not checkpoint:
+    raise FileNotFoundError("no checkpoint in %s" % model_dir)
+  shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
+  with tf.io.gfile.GFile(config_path) as f:
+    operative = f.read()
+  gin.clear_config()
+  try:
+    gin.parse_config(operative, skip_unknown=True)
+    model_type = gin.query_parameter("run.model_type")
+    if model_type not in ("bitransformer", "lm"):
+      raise ExportError("model_type %r is not supported by the export "
+                        "(bitransformer, lm)" % model_type)
+    # shared/embedding, or each stack's <stack>/embedding: [vocab, d_model].
+    vocab_size, d_model = next(
+        shape for name, shape in sorted(shapes.items())
+        if name.split("/")[-1] == "embedding")
+    model = mtf_utils.build_model(
+        model_type=model_type, input_vocab_size=vocab_size,
+        output_vocab_size=vocab_size,
+        layout_rules=mtf.convert_to_layout_rules(""),
+        mesh_shape=mtf.convert_to_shape(""))
+    if model_type == "bitransformer":
+      unis = [model.encoder, model.decoder]
+      names = ["encoder", "decoder"]
+    else:
+      unis, names = [model], ["transformer"]
+    stacks = {}
+    for name, uni in zip(names, unis):
+      stacks[name] = _stack_spec(uni, _checkpoint_layers(shapes, uni.name))
+      if uni.name != name:
+        stacks[name]["mesh_name"] = uni.name
+    epsilon = gin.query_parameter("sublayer_rms_norm.epsilon") if (
+        "sublayer_rms_norm.epsilon" in operative) else 1e-6
+    config = {
+        "stacks": stacks,
+        "d_model": d_model,
+        "vocab_size": vocab_size,
+        "shared_embedding": "shared/embedding" in shapes,
+        "layer_norm_epsilon": epsilon,
+        "is_encoder_decoder": model_type == "bitransformer",
+    }
+    config["vocabulary"], config["extra_ids"] = _run_vocabulary()
+  finally:
+    gin.clear_config()
+  return config, checkpoint
+
+
+# Per-head tables and where their heads axis is: mesh leaves the axis out of
+# a one-head model's variables, the PyTorch model keeps it.
+_HEADS_AXIS = {"R": (0, 3), "R1": (0, 3), "R2": (0, 3), "w1": (1, 3),
+               "b1": (0, 2), "w2": (0, 3), "b2": (0, 2), "wa": (0, 3),
+               "ba": (0, 2), "wb": (0, 3), "bb": (0, 2),
+               "alpha_logits": (1, 2), "relative_attention_bias": (0, 2)}
+
+
+def _with_heads_axis(name: str, value: np.ndarray) -> np.ndarray:
+  """A per-head table of a one-head model with its heads axis back."""
+  leaf = name.rsplit(".", 1)[-1]
+  if "Attention." in name and leaf in _HEADS_AXIS:
+    axis, ndim = _HEADS_AXIS[leaf]
+    if value.ndim == ndim - 1:
+      return np.expand_dims(value, axis)
+  return value
+
+
+def _weights(checkpoint: str,
+             stack_names: Dict[str, str]) -> Dict[str, np.ndarray]:
+  """Every exported variable of the checkpoint, float32, by PyTorch name."""
+  reader = tf.train.load_checkpoint(checkpoint)
+  out = {}
+  for mesh_name in sorted(reader.get_variable_to_shape_map()):
+    name = parameter_name(mesh_name)
+    if name is None:
+      continue
+    head, _, tail = name.partition(".")
+    name = ".".join([stack_names.get(head, head)] + ([tail] if tail else []))
+    value = reader.get_tensor(mesh_name)
+    if not np.issubdtype(np.asarray(value).dtype, np.floating) and (
+        value.dtype.name != "bfloat16"):
+      raise ExportError("%s has dtype %s" % (mesh_name, value.dtype))
+    out[name] = np.ascontiguousarray(
+        _with_heads_axis(name, np.asarray(value, np.float32)))
+  return out
+
+
+def _write_tokenizer(vocabulary: str, extra_ids: int, out_dir: str) -> str:
+  """Writes the tokenizer files; returns the tokenizer class name."""
+  # pylint: disable=g-import-not-at-top
+  if vocabulary == "byte":
+    from transformers import ByT5Tokenizer
+    tokenizer = ByT5Tokenizer(extra_ids=extra_ids)
+  else:
+    from transformers import T5Tokenizer
+    # T5Tokenizer reads the model as spiece.model of a directory.
+    tf.io.gfile.copy(vocabulary, os.path.join(out_dir, "spiece.model"),
+                     overwrite=True)
+    tokenizer = T5Tokenizer.from_pretrained(out_dir, extra_ids=extra_ids)
+  tokenizer.save_pretrained(out_dir)
+  return type(tokenizer).__name__
+
+
+def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
+           checkpoint: Optional[str] = None) -> Dict[str, Any]:
+  """Writes the transformers directory of a trained mesh model.
+
+  Args:
+    model_dir: the stock CLI's model directory.
+    out_dir: the directory to write (created; files in it are replaced).
+    vocabulary: "byte" or a SentencePiece model path; default the one the
+      run used (its gin binding, else MTF_SYNTH_VOCAB).
+    checkpoint: a checkpoint prefix; default the latest.
+
+  Returns:
+    A summary: {"checkpoint", "architecture", "parameters", "tokenizer"}.
+
+  Raises:
+    ExportError: a part of the model the PyTorch model does not implement,
+      or no vocabulary.
+  """
+  # pylint: disable=g-import-not-at-top
+  from safetensors import numpy as safetensors_numpy
+  fields, checkpoint = describe(model_dir, checkpoint)
+  vocabulary = vocabulary or fields.pop("vocabulary")
+  fields.pop("vocabulary", None)
+  extra_ids = fields.pop("extra_ids")
+  if not vocabulary:
+    raise ExportError(
+        "say which vocabulary the model was trained with: --vocabulary=byte "
+        "or the path of its SentencePiece model (T5's default is "
+        "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model)")
+  stack_names = {spec.pop("mesh_name"): name
+                 for name, spec in fields["stacks"].items()
+                 if "mesh_name" in spec}
+  architecture = (SEQ2SEQ_CLASS if fields["is_encoder_decoder"]
+                  else CAUSAL_LM_CLASS)
+  auto_model = ("AutoModelForSeq2SeqLM" if fields["is_encoder_decoder"]
+                else "AutoModelForCausalLM")
+  tf.io.gfile.makedirs(out_dir)
+  config = dict(
+      fields,
+      model_type="mtf_synthesizer",
+      architectures=[architecture],
+      auto_map={
+          "AutoConfig":
+              "configuration_mtf_synthesizer.MtfSynthesizerConfig",
+          auto_model: "modeling_mtf_synthesizer." + architecture,
+      },
+      pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+      tie_word_embeddings=False, use_cache=True)
+  with open(os.path.join(out_dir, "config.json"), "w") as f:
+    json.dump(config, f, indent=2, sort_keys=True)
+  weights = _weights(checkpoint, stack_names)
+  safetensors_numpy.save_file(weights,
+                              os.path.join(out_dir, "model.safetensors"),
+                              metadata={"format": "pt"})
+  for name in MODEL_CODE_FILES:
+    shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
+                    os.path.join(out_dir, name))
+  tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)
+  with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
+    json.dump({"decoder_start_token_id": 0, "eos_token_id": 1,
+               "pad_token_id": 0, "bos_token_id": 0}, f, indent=2)
+  return {"checkpoint": checkpoint, "architecture": architecture,
+          "parameters": int(sum(w.size for w in weights.values())),
+          "tokenizer": tokenizer}

@@ -1,0 +1,172 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Checks the PyTorch model against the NumPy reference, without mesh.
+
+    <conftest.pytorch_python(...)> hf_reference_side.py CASES.json RESULT.json
+
+Runs where TensorFlow, mesh, gin and this package cannot be imported: the
+modeling code is loaded as `transformers` loads an export (its two files in
+a package of their own) and `mtf_synthesizer/reference.py` by its path (it
+imports NumPy only). CASES.json lists compositions (lists of synthesizing
+function names). For each, with random weights, RESULT.json gets the
+largest difference between:
+
+  * "layer": the attention layer's output and `reference.layer_output`
+    (eq. 3 and 8), causal and not;
+  * "decoding": a language model's full pass and its step-by-step decoding
+    with the key/value cache (each step reads its row of the tables);
+  * "generate": an encoder-decoder's greedy `generate()` with and without
+    the cache (token ids, as a count of differing ids).
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+D_MODEL, HEADS, D_KV, N = 8, 2, 4, 8
+SETTINGS = {"factorized_random": {"k": 2},
+            "factorized_dense": {"a": 2, "b": 4}}
+
+
+def _load(path, name):
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  spec.loader.exec_module(module)
+  return module
+
+
+def _modeling():
+  """The modeling code as a package of its own, as transformers loads it."""
+  package = os.path.join(tempfile.mkdtemp(), "exported")
+  os.makedirs(package)
+  for name in ("configuration_mtf_synthesizer.py",
+               "modeling_mtf_synthesizer.py"):
+    shutil.copy(os.path.join(REPO, "mtf_synthesizer", "hf_model", name),
+                package)
+  open(os.path.join(package, "__init__.py"), "w").close()
+  sys.path.insert(0, os.path.dirname(package))
+  return importlib.import_module("exported.modeling_mtf_synthesizer")
+
+
+def _attention_spec(names, relative=None):
+  return {"type": "SynthesizerAttention", "num_heads": HEADS, "d_kv": D_KV,
+          "num_memory_heads": 0, "relative_attention": relative,
+          "relative_attention_num_buckets": 32, "scale_queries": False,
+          "functions": [dict(SETTINGS.get(n, {}), name=n) for n in names],
+          "learned_weights": True, "max_length": N}
+
+
+def _randomize(module, seed):
+  generator = torch.Generator().manual_seed(seed)
+  with torch.no_grad():
+    for tensor in list(module.parameters()) + list(module.buffers()):
+      tensor.copy_(torch.randn(tensor.shape, generator=generator))
+
+
+def layer_difference(modeling, reference, names):
+  attention = modeling.Attention(_attention_spec(names), D_MODEL)
+  _randomize(attention, 0)
+  variables = {k.replace(".", "/"): v.detach().double().numpy()
+               for k, v in list(attention.named_parameters()) +
+               list(attention.named_buffers())}
+  x = torch.randn(2, N - 1, D_MODEL, generator=torch.Generator().manual_seed(1))
+  worst = 0.0
+  for causal in (False, True):
+    t = x.shape[1]
+    positions = modeling.Positions(torch.arange(t), torch.arange(t))
+    bias = None
+    if causal:
+      bias = torch.triu(torch.full((t, t), modeling.MASKED), 1)[None, None]
+    with torch.no_grad():
+      ours = attention(x, bias, positions).double().numpy()
+    expected = reference.layer_output(
+        names, variables, x.double().numpy(), HEADS, D_KV, causal=causal)
+    worst = max(worst, float(np.abs(ours - expected).max() /
+                             np.abs(expected).max()))
+  return worst
+
+
+def _config(modeling, names, causal_lm):
+  attention = _attention_spec(names, relative="bias_shared")
+  feed_forward = {"type": "DenseReluDense", "d_ff": 16,
+                  "activations": ["gelu", "linear"]}
+  stack = {"num_blocks": 2, "autoregressive": True, "positional_embedding":
+           None, "logits": "kernel"}
+  if causal_lm:
+    stacks = {"transformer": dict(stack, layers=[attention, feed_forward])}
+  else:
+    cross = {"type": "EncDecAttention", "num_heads": HEADS, "d_kv": D_KV,
+             "num_memory_heads": 0, "relative_attention": None}
+    stacks = {
+        "encoder": dict(stack, autoregressive=False, logits=None,
+                        layers=[attention, feed_forward]),
+        "decoder": dict(stack, layers=[attention, cross, feed_forward])}
+  config_module = sys.modules[modeling.__name__.rsplit(".", 1)[0] +
+                              ".configuration_mtf_synthesizer"]
+  return config_module.MtfSynthesizerConfig(
+      stacks=stacks, d_model=D_MODEL, vocab_size=16,
+      shared_embedding=not causal_lm, is_encoder_decoder=not causal_lm)
+
+
+def decoding_difference(modeling, names):
+  model = modeling.MtfSynthesizerForCausalLM(_config(modeling, names, True))
+  _randomize(model, 2)
+  model.eval()
+  ids = torch.randint(2, 16, (2, N), generator=torch.Generator().manual_seed(3))
+  with torch.no_grad():
+    full = model(input_ids=ids, use_cache=False).logits
+    cache, steps = None, []
+    for i in range(N):
+      out = model(input_ids=ids[:, i:i + 1], past_key_values=cache,
+                  use_cache=True)
+      cache = out.past_key_values
+      steps.append(out.logits)
+  stepped = torch.cat(steps, dim=1)
+  return float((full - stepped).abs().max() / full.abs().max())
+
+
+def generate_difference(modeling, names):
+  model = modeling.MtfSynthesizerForConditionalGeneration(
+      _config(modeling, names, False))
+  _randomize(model, 4)
+  model.eval()
+  ids = torch.randint(2, 16, (2, N - 2),
+                      generator=torch.Generator().manual_seed(5))
+  ids[1, -2:] = 0  # padding
+  with torch.no_grad():
+    kwargs = dict(do_sample=False, max_new_tokens=N - 1, eos_token_id=None)
+    cached = model.generate(ids, use_cache=True, **kwargs)
+    uncached = model.generate(ids, use_cache=False, **kwargs)
+  return int((cached != uncached).sum()) if cached.shape == uncached.shape \
+      else -1
+
+
+def main():
+  cases_path, result_path = sys.argv[1:3]
+  with open(cases_path) as f:
+    cases = json.load(f)
+  modeling = _modeling()
+  reference = _load(os.path.join(REPO, "mtf_synthesizer", "reference.py"),
+                    "reference_alone")
+  out = {}
+  for names in cases:
+    key = "+".join(names)
+    out[key] = {"layer": layer_difference(modeling, reference, names),
+                "decoding": decoding_difference(modeling, names),
+                "generate": generate_difference(modeling, names)}
+  out["_modules"] = sorted({m.split(".")[0] for m in sys.modules})
+  out["_functions"] = sorted(modeling.FUNCTIONS)
+  with open(result_path, "w") as f:
+    json.dump(out, f)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,153 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The PyTorch model of the export: the paper's equations, and its names.
+
+For every synthesizing function and every composition of the variant table,
+`hf_reference_side.py` (a process without TensorFlow or mesh) checks the
+PyTorch attention layer against the NumPy reference (eq. 3, 8), a language
+model's cached decoding against its full pass, and an encoder-decoder's
+cached `generate()` against the uncached one. The export's naming of mesh's
+variables is checked here; `test_hf_export.py` compares trained models with
+mesh itself.
+"""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import conftest
+from mtf_synthesizer import attentions
+from mtf_synthesizer import hf_export
+from mtf_synthesizer import synthesizers
+
+TOLERANCE = 1e-5
+# Every function alone, then every composition of the table (in its order).
+CASES = [[name] for name in sorted(synthesizers.BY_NAME)] + [
+    list(v.components) for v in attentions.VARIANTS
+    if len(v.components) > 1]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+  root = tmp_path_factory.mktemp("hf_reference")
+  (root / "cases.json").write_text(json.dumps(CASES))
+  proc = subprocess.run(
+      conftest.pytorch_python(root) + [
+          os.path.join(os.path.dirname(__file__), "hf_reference_side.py"),
+          str(root / "cases.json"), str(root / "result.json")],
+      stdin=subprocess.DEVNULL, capture_output=True, text=True,
+      timeout=900)
+  assert proc.returncode == 0, proc.stderr[-5000:]
+  return json.loads((root / "result.json").read_text())
+
+
+@pytest.mark.parametrize("names", CASES, ids="+".join)
+def test_layer_equals_the_reference(checked, names):
+  assert checked["+".join(names)]["layer"] < TOLERANCE
+
+
+@pytest.mark.parametrize("names", CASES, ids="+".join)
+def test_cached_decoding_equals_the_full_pass(checked, names):
+  assert checked["+".join(names)]["decoding"] < TOLERANCE
+
+
+@pytest.mark.parametrize("names", CASES, ids="+".join)
+def test_cached_generate_equals_uncached(checked, names):
+  assert checked["+".join(names)]["generate"] == 0
+
+
+def test_every_function_is_implemented_without_tensorflow(checked):
+  assert checked["_functions"] == sorted(synthesizers.BY_NAME)
+  assert not {"tensorflow", "mesh_tensorflow", "gin",
+              "mtf_synthesizer"} & set(checked["_modules"])
+
+
+@pytest.mark.parametrize("mesh_name,torch_name", [
+    ("encoder/block_001/layer_000/SynthesizerAttention/random/R",
+     "encoder.block.1.layer.0.SynthesizerAttention.random.R"),
+    ("decoder/block_000/layer_000/SynthesizerAttention/mixture/alpha_logits",
+     "decoder.block.0.layer.0.SynthesizerAttention.mixture.alpha_logits"),
+    ("decoder/block_010/layer_002/DenseReluDense/wi_1/kernel",
+     "decoder.block.10.layer.2.DenseReluDense.wi_1"),
+    ("encoder/block_000/layer_001/rms_norm/scale",
+     "encoder.block.0.layer.1.rms_norm"),
+    # T5.1.0 as released: layer_norm and final_layer_norm.
+    ("encoder/block_000/layer_001/layer_norm/scale",
+     "encoder.block.0.layer.1.rms_norm"),
+    ("decoder/final_layer_norm/scale", "decoder.rms_norm"),
+    ("decoder/logits/kernel", "decoder.logits"),
+    ("shared/embedding", "shared"),
+    ("transformer/embedding", "transformer.embedding"),
+    ("global_step", None),
+    ("encoder/block_000/layer_000/SelfAttention/q_slot_vc", None),
+])
+def test_parameter_names(mesh_name, torch_name):
+  assert hf_export.parameter_name(mesh_name) == torch_name
+
+
+def _imported_packages(path: str) -> set:
+  """The top-level packages a Python file imports."""
+  with open(path) as f:
+    tree = ast.parse(f.read())
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names |= {a.name.split(".")[0] for a in node.names}
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      names.add(node.module.split(".")[0])
+  return names
+
+
+def test_only_the_exported_model_code_imports_torch():
+  """The product's other modules never import torch.
+
+  (transformers, which writes the export's tokenizer, and t5.models, which
+  MtfModel uses, import it themselves when it is installed.)
+  """
+  importers = set()
+  for package in ("mtf_synthesizer", "t5_tasks"):
+    for folder, _, files in os.walk(os.path.join(conftest.REPO, package)):
+      for name in files:
+        path = os.path.join(folder, name)
+        if name.endswith(".py") and "torch" in _imported_packages(path):
+          importers.add(os.path.relpath(path, conftest.REPO))
+  assert importers == {"mtf_synthesizer/hf_model/modeling_mtf_synthesizer.py"}
+
+
+def test_layers_and_export_load_without_torch():
+  code = ("import sys, mtf_synthesizer\n"
+          "from mtf_synthesizer import hf_export\n"
+          "print('torch' in sys.modules, 'transformers' in sys.modules)")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                        text=True, timeout=600, cwd=conftest.REPO)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_export_says_what_it_needs(tmp_path):
+  """A directory the CLI did not train: a clear error, exit status 2."""
+  status = conftest.run_tool("export_hf.py", [str(tmp_path),
+                                              str(tmp_path / "out")])
+  assert status == 2
+
+
+def test_stock_cli_never_imports_torch():
+  """The start-up hook keeps t5's Hugging Face model out of the stock CLI."""
+  code = ("import sys\n"
+          "sys.argv = ['t5_mesh_transformer']\n"
+          "import t5.models\n"
+          "print('torch' in sys.modules, 'transformers' in sys.modules)\n"
+          "try:\n"
+          "  t5.models.HfPyTorchModel('t5-small', '/tmp/unused')\n"
+          "except ImportError as e:\n"
+          "  print(e)\n")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                        text=True, timeout=600, cwd=conftest.REPO)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  first, message = proc.stdout.strip().splitlines()[-2:]
+  assert first == "False False"
+  assert "mtf_synthesizer[torch]" in message
