@@ -12,6 +12,7 @@ mesh itself.
 """
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -128,11 +129,18 @@ def test_layers_and_export_load_without_torch():
   assert proc.stdout.strip().splitlines()[-1] == "False False"
 
 
-def test_export_says_what_it_needs(tmp_path):
-  """A directory the CLI did not train: a clear error, exit status 2."""
+def test_export_says_what_it_needs(tmp_path, capsys, monkeypatch):
+  """A directory the CLI did not train: a clear error, exit status 2; and,
+  without torch, what to install to load an export."""
+  find_spec = importlib.util.find_spec
+  monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+      None if name == "torch" else find_spec(name, *a)))
   status = conftest.run_tool("export_hf.py", [str(tmp_path),
                                               str(tmp_path / "out")])
   assert status == 2
+  error = capsys.readouterr().err
+  assert "operative_config.gin not found" in error
+  assert "pip install 'mtf_synthesizer[torch]'" in error
 
 
 def test_stock_cli_never_imports_torch():

@@ -41,6 +41,9 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
   args = parse_args(sys.argv[1:] if argv is None else argv)
+  if importlib.util.find_spec("torch") is None:
+    print("note: the export needs no torch, but loading it does: pip install "
+          "'mtf_synthesizer[torch]'", file=sys.stderr)
   try:
     summary = hf_export.export(args.model_dir, args.out_dir,
                                vocabulary=args.vocabulary,
@@ -49,9 +52,6 @@ def main(argv=None) -> int:
     print("error: %s" % e, file=sys.stderr)
     return 2
   print(json.dumps(summary))
-  if importlib.util.find_spec("torch") is None:
-    print("note: loading %s needs torch and transformers: pip install "
-          "'mtf_synthesizer[torch]'" % args.out_dir, file=sys.stderr)
   return 0
 
 
