@@ -161,11 +161,12 @@ def _stack_spec(unitransformer: transformer.Unitransformer,
   if unitransformer.autoregressive and unitransformer.input_full_attention:
     raise ExportError("input_full_attention is not supported by the export")
   layers = stack.layers
+  all_specs = [_layer_spec(layer) for layer in layers]  # refuses unknowns
   per_block = len(layer_names)
   if per_block == 0 or len(layers) % per_block:
     raise ExportError("%s: %d layers do not make blocks of %d" % (
         unitransformer.name, len(layers), per_block))
-  specs = [_layer_spec(layer) for layer in layers[:per_block]]
+  specs = all_specs[:per_block]
   for spec, name in zip(specs, layer_names):
     if spec["type"] != name:
       raise ExportError("%s: the checkpoint has %s where the model has %s" % (

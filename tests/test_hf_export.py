@@ -158,8 +158,31 @@ def _mesh_logits(model_dir: str, tokens) -> np.ndarray:
     gin.clear_config()
 
 
-def _synthetic_model(root, name: str, layout=None) -> str:
-  """A model directory of a LAYOUTS case: checkpoint and operative config."""
+def _save(prefix: str, tensors) -> None:
+  """Writes a checkpoint (and its `checkpoint` file) of name -> array."""
+  with tf.Graph().as_default(), tf.Session() as sess:
+    sess.run(tf.raw_ops.SaveV2(
+        prefix=prefix, tensor_names=list(tensors),
+        shape_and_slices=[""] * len(tensors),
+        tensors=[tf.constant(v) for v in tensors.values()]))
+  with open(os.path.join(os.path.dirname(prefix), "checkpoint"), "w") as f:
+    f.write('model_checkpoint_path: "%s"\n' % os.path.basename(prefix))
+
+
+def _synthetic_model(root, name: str, layout=None,
+                     weights: bool = True) -> str:
+  """A model directory of a LAYOUTS case: checkpoint and operative config.
+
+  Args:
+    root: where to make it.
+    name: the LAYOUTS case (or a name for `layout`).
+    layout: (model gin, variant, bindings, model type) instead of LAYOUTS'.
+    weights: every variable, with random values; else only the embedding
+      (enough for the export to read the layers and refuse them).
+
+  Returns:
+    The model directory.
+  """
   model_gin, variant, bindings, model_type = layout or LAYOUTS[name]
   model_dir = root / ("layout_" + name)
   gin.clear_config()
@@ -178,6 +201,14 @@ def _synthetic_model(root, name: str, layout=None) -> str:
           output_vocab_size=VOCAB,
           layout_rules=mtf.convert_to_layout_rules(""),
           mesh_shape=mtf.convert_to_shape(""))
+      if not weights:
+        model_dir.mkdir()
+        _save(str(model_dir / "model.ckpt-1"),
+              {"shared/embedding": np.zeros((VOCAB, 32), np.float32)})
+        (model_dir / "operative_config.gin").write_text(
+            gin.operative_config_str() +
+            "\nutils.run.model_type = %r\n" % model_type)
+        return str(model_dir)
       ids = mtf.zeros(mesh, mtf.Shape([mtf.Dimension("batch", 1),
                                        mtf.Dimension("length",
                                                      conftest.LENGTH)]),
@@ -217,13 +248,7 @@ def _with_released_norm_names(model_dir: str, out_dir: str) -> str:
     names.append(new)
     values.append(reader.get_tensor(name))
   os.makedirs(out_dir)
-  prefix = os.path.join(out_dir, "model.ckpt-1")
-  with tf.Graph().as_default(), tf.Session() as sess:
-    sess.run(tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
-                               shape_and_slices=[""] * len(names),
-                               tensors=[tf.constant(v) for v in values]))
-  with open(os.path.join(out_dir, "checkpoint"), "w") as f:
-    f.write('model_checkpoint_path: "model.ckpt-1"\n')
+  _save(os.path.join(out_dir, "model.ckpt-1"), dict(zip(names, values)))
   with open(os.path.join(model_dir, "operative_config.gin")) as f:
     operative = f.read()
   with open(os.path.join(out_dir, "operative_config.gin"), "w") as f:
@@ -427,7 +452,7 @@ def test_baselines_are_refused_by_name(tmp_path, capsys, baseline):
   """A layer the PyTorch model lacks: exit status 2 and its name."""
   model_dir = _synthetic_model(
       tmp_path, baseline, ("models/t5.1.1.tiny.gin", baseline, [],
-                           "bitransformer"))
+                           "bitransformer"), weights=False)
   status = conftest.run_tool("export_hf.py", [model_dir,
                                               str(tmp_path / "out"),
                                               "--vocabulary=byte"])
