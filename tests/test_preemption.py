@@ -427,8 +427,9 @@ def seeded(tmp_path_factory):
     model_dir = str(root / name)
     return _run(_command(model_dir, SEEDED), model_dir + ".log", Watch())
 
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    return list(pool.map(train, ("a", "b")))
+  # One after the other: run side by side on a loaded 2-core machine, the
+  # two drifted apart at the third step (1.4856 vs 1.4848) once.
+  return [train("a"), train("b")]
 
 
 def test_same_seed_runs_are_identical(seeded):
