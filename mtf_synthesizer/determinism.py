@@ -8,7 +8,12 @@ differ; and with a graph-level seed they still drift apart from the second
 step (by 1e-4 to 1e-3 in the loss), which resource variables cure (reads of
 TF1 reference variables are not ordered against the optimizer's in-place
 updates). Fixing the thread counts, oneDNN or `TF_DETERMINISTIC_OPS` does
-not. Measured in `docs/preemption.md`; tested in `tests/test_preemption.py`.
+not. One race is left: mesh adds `global_step`'s increment to the training
+step with no order against the step's reads of it (the learning-rate
+schedule, Adafactor's decay rate), so on a busy machine an update can see
+the next step's number. `order_step_increment` makes the increment wait for
+the step's updates. Measured in `docs/preemption.md`; tested in
+`tests/test_preemption.py`.
 
   --gin_param="utils.run.train_model_fn = @mtf_synthesizer.deterministic_train_model"
   --gin_param="mtf_synthesizer.deterministic_train_model.tf_random_seed = 1"
@@ -17,7 +22,7 @@ The data order is fixed by t5's own `mesh_train_dataset_fn.seed` when the
 dataset is shuffled.
 """
 
-from typing import Any
+from typing import Any, List
 
 import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
@@ -31,7 +36,10 @@ def deterministic_train_model(estimator, vocabulary, sequence_length,
                               tf_random_seed: int = gin.REQUIRED,
                               resource_variables: bool = True,
                               **kwargs: Any) -> None:
-  """mesh's `utils.train_model` with a graph seed and resource variables.
+  """mesh's `utils.train_model`: graph seed, resource variables, ordered step.
+
+  The estimator's `train` gets a session hook that applies
+  `order_step_increment` to the training graph before it runs.
 
   Args:
     estimator: as in `mesh_tensorflow.transformer.utils.train_model`.
@@ -50,6 +58,13 @@ def deterministic_train_model(estimator, vocabulary, sequence_length,
   """
   if resource_variables:
     tf.enable_resource_variables()
+  train = estimator.train
+
+  def train_with_ordered_step(*args, hooks=None, **train_kwargs):
+    hooks = list(hooks or []) + [_OrderStepIncrement()]
+    return train(*args, hooks=hooks, **train_kwargs)
+
+  estimator.train = train_with_ordered_step
   # mesh's get_estimator builds the RunConfig without a seed, and an
   # Estimator's config has no setter: give this one a seeded copy.
   estimator._config = estimator.config.replace(  # pylint: disable=protected-access
@@ -57,3 +72,51 @@ def deterministic_train_model(estimator, vocabulary, sequence_length,
   mtf_utils.train_model(estimator, vocabulary, sequence_length, batch_size,
                         train_dataset_fn, train_steps, ensemble_inputs,
                         **kwargs)
+
+
+_INCREMENTS = ("AssignAdd", "AssignAddVariableOp")
+
+
+def order_step_increment(graph: tf.Graph) -> List[tf.Operation]:
+  """Makes `global_step`'s increment wait for the rest of its training step.
+
+  mesh's model_fn groups the optimizer's updates with
+  `tf.assign_add(global_step, 1)`, and nothing orders that increment against
+  the reads of `global_step` the updates depend on (the learning-rate
+  schedule, Adafactor's decay rate): it may run before them. Here each
+  increment that is grouped with other ops gets those ops as control
+  inputs, so every read that feeds an update sees the step's own number.
+
+  Args:
+    graph: a graph with a global step, not yet run in a session.
+
+  Returns:
+    The increments given new control inputs (one for mesh's training graph;
+    none when it is ordered already).
+  """
+  with graph.as_default():
+    step = tf.train.get_global_step()
+  if step is None:
+    return []
+  handle = step.handle if hasattr(step, "handle") else step._ref()  # pylint: disable=protected-access
+  increments = [op for op in handle.consumers() if op.type in _INCREMENTS]
+  ordered = []
+  for increment in increments:
+    groups = [op for op in graph.get_operations()
+              if increment in op.control_inputs]
+    waits_for = set(increment.control_inputs)
+    siblings = [op for group in groups for op in group.control_inputs
+                if op is not increment and op not in waits_for]
+    if siblings:
+      increment._add_control_inputs(siblings)  # pylint: disable=protected-access
+      ordered.append(increment)
+  return ordered
+
+
+class _OrderStepIncrement(tf.train.SessionRunHook):
+  """Applies `order_step_increment` to the training graph (`begin`)."""
+
+  def begin(self):
+    ordered = order_step_increment(tf.get_default_graph())
+    tf.logging.info("global_step's increment waits for the step's %d "
+                    "update(s)", len(ordered))

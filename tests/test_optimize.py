@@ -90,8 +90,11 @@ def _run_mtf(optimizer_class, options, mesh_shape, layout):
     updates = optimizer.apply_grads(grads, variables)
     lowering = lowering_lib.lower(graph, mesh, mesh_shape, layout,
                                   autostack=False)
-    train_op = tf.group([lowering.lowered_operation(op) for op in updates]
-                        + [tf.assign_add(global_step, 1)])
+    update_ops = [lowering.lowered_operation(op) for op in updates]
+    # The step advances after the updates that read it (the decay rate);
+    # unordered, the increment could run first on a busy machine.
+    with tf.control_dependencies(update_ops):
+      train_op = tf.assign_add(global_step, 1).op
     state = {v.name: lowering.export_to_tf_tensor(v.outputs[0])
              for v in graph.all_variables}
     with tf.Session(graph=tf_graph) as sess:
