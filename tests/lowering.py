@@ -2,7 +2,11 @@
 # Licensed under the Apache License, Version 2.0.
 """The tests' one way to lower an mtf graph onto CPU devices."""
 
+from typing import Callable, Dict, List, Optional
+
 import mesh_tensorflow as mtf
+import numpy as np
+import tensorflow.compat.v1 as tf
 
 
 def lower(graph: mtf.Graph, mesh: mtf.Mesh, mesh_shape: str = "",
@@ -23,3 +27,50 @@ def lower(graph: mtf.Graph, mesh: mtf.Mesh, mesh_shape: str = "",
   mesh_impl = mtf.placement_mesh_impl.PlacementMeshImpl(
       shape, mtf.convert_to_layout_rules(layout), [""] * shape.size)
   return mtf.Lowering(graph, {mesh: mesh_impl}, autostack=autostack)
+
+
+def restored_logits(checkpoint: str, features: Dict[str, np.ndarray],
+                    logits_fn: Callable[[Dict[str, mtf.Tensor]], mtf.Tensor],
+                    partial: bool = False,
+                    adjust: Optional[Callable[[List[tf.Variable]],
+                                              List[tf.Operation]]] = None
+                    ) -> np.ndarray:
+  """A model's float32 logits on one device, its weights from a checkpoint.
+
+  Args:
+    checkpoint: the checkpoint's path prefix.
+    features: name -> int32 array [batch, length], each imported on the
+      dimensions "batch" and "length".
+    logits_fn: builds the model (in the current gin configuration) on those
+      features; returns its logits.
+    partial: restore only the variables the checkpoint holds (the others
+      keep their initial values); else every variable must be there.
+    adjust: given the variables, returns ops run after the restore (to
+      overwrite some of them).
+
+  Returns:
+    The logits.
+  """
+  held = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
+  with tf.Graph().as_default():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    imported = {}
+    for name, array in features.items():
+      dims = [mtf.Dimension("batch", array.shape[0]),
+              mtf.Dimension("length", array.shape[1])]
+      imported[name] = mtf.import_fully_replicated(
+          mesh, tf.constant(array, tf.int32), dims)
+    logits = mtf.cast(logits_fn(imported), tf.float32)
+    lowering = lower(graph, mesh)
+    tf_logits = lowering.export_to_tf_tensor(logits)
+    masters = [v.get_master() for v in graph.all_variables]
+    saver = tf.train.Saver([m for m in masters
+                            if not partial or m.op.name in held])
+    with tf.Session() as session:
+      session.run(tf.global_variables_initializer())
+      saver.restore(session, checkpoint)
+      if adjust:
+        session.run(adjust(masters))
+      session.run(lowering.copy_masters_to_slices())
+      return session.run(tf_logits)

@@ -123,37 +123,25 @@ def _mesh_logits(model_dir: str, tokens) -> np.ndarray:
     model_type = gin.query_parameter("run.model_type")
     vocab = next(s[0] for n, s in shapes.items()
                  if n.split("/")[-1] == "embedding")
-    batch, length = tokens["targets"].shape
-    with tf.Graph().as_default():
-      graph = mtf.Graph()
-      mesh = mtf.Mesh(graph, "mesh")
-      dims = [mtf.Dimension("batch", batch), mtf.Dimension("length", length)]
 
-      def feature(array):
-        return mtf.import_fully_replicated(mesh, tf.constant(array), dims)
-
+    def logits_fn(imported):
       model = mtf_utils.build_model(
           model_type=model_type, input_vocab_size=vocab,
           output_vocab_size=vocab,
           layout_rules=mtf.convert_to_layout_rules(""),
           mesh_shape=mtf.convert_to_shape(""))
-      targets = feature(tokens["targets"])
+      targets = imported["targets"]
       if model_type == "lm":
         inputs = transformer.autoregressive_inputs(targets)
       else:
-        inputs = feature(tokens["inputs"])
+        inputs = imported["inputs"]
       logits, _ = model.call_simple(
           inputs=inputs, targets=targets, compute_loss=False,
           mode=tf.estimator.ModeKeys.EVAL,
           variable_dtype=mtf_utils.get_variable_dtype())
-      logits = mtf.cast(logits, tf.float32)
-      lowering = lowering_lib.lower(graph, mesh)
-      tf_logits = lowering.export_to_tf_tensor(logits)
-      saver = tf.train.Saver([v.get_master() for v in graph.all_variables])
-      with tf.Session() as sess:
-        saver.restore(sess, checkpoint)
-        sess.run(lowering.copy_masters_to_slices())
-        return sess.run(tf_logits)
+      return logits
+
+    return lowering_lib.restored_logits(checkpoint, tokens, logits_fn)
   finally:
     gin.clear_config()
 

@@ -14,7 +14,6 @@ target token must get the same loss both ways.
 import os
 
 import gin
-import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 from mesh_tensorflow.transformer import utils
 import numpy as np
@@ -82,44 +81,39 @@ def _token_losses(model_dir, features, packed):
   shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
   vocab_size = shapes["decoder/logits/kernel"][1]
   tokens, segments, positions = features
-  batch = tokens["inputs"].shape[0]
-  with tf.Graph().as_default():
-    graph = mtf.Graph()
-    mesh = mtf.Mesh(graph, "mesh")
-    dims = [mtf.Dimension("batch", batch), mtf.Dimension("length", LENGTH)]
+  arrays = dict(tokens)
+  if packed:
+    for key in ("inputs", "targets"):
+      arrays[key + "_segmentation"] = segments[key]
+      arrays[key + "_position"] = positions[key]
 
-    def feature(array):
-      return mtf.import_fully_replicated(mesh, tf.constant(array), dims)
-
+  def logits_fn(imported):
     kwargs = {}
     if packed:
       kwargs = dict(
-          encoder_sequence_id=feature(segments["inputs"]),
-          decoder_sequence_id=feature(segments["targets"]),
-          encoder_position=feature(positions["inputs"]),
-          decoder_position=feature(positions["targets"]))
+          encoder_sequence_id=imported["inputs_segmentation"],
+          decoder_sequence_id=imported["targets_segmentation"],
+          encoder_position=imported["inputs_position"],
+          decoder_position=imported["targets_position"])
     model = transformer.make_bitransformer(
         input_vocab_size=vocab_size, output_vocab_size=vocab_size)
     logits, _ = model.call_simple(
-        inputs=feature(tokens["inputs"]), targets=feature(tokens["targets"]),
+        inputs=imported["inputs"], targets=imported["targets"],
         compute_loss=False, mode=tf.estimator.ModeKeys.EVAL,
         variable_dtype=utils.get_variable_dtype(), **kwargs)
-    lowering = lowering_lib.lower(graph, mesh)
-    tf_logits = lowering.export_to_tf_tensor(mtf.cast(logits, tf.float32))
-    masters = [v.get_master() for v in graph.all_variables]
-    saver = tf.train.Saver([m for m in masters if m.op.name in shapes])
-    randomize = []
+    return logits
+
+  def randomize(masters):
+    ops = []
     for master in masters:
       if master.op.name.endswith(TABLES):
         rng = np.random.RandomState(sum(map(ord, master.op.name)))
-        randomize.append(tf.assign(master, tf.cast(
+        ops.append(tf.assign(master, tf.cast(
             rng.randn(*master.shape.as_list()), master.dtype)))
-    with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
-      saver.restore(sess, checkpoint)
-      sess.run(randomize)
-      sess.run(lowering.copy_masters_to_slices())
-      values = sess.run(tf_logits)
+    return ops
+
+  values = lowering_lib.restored_logits(checkpoint, arrays, logits_fn,
+                                        partial=True, adjust=randomize)
   values = values - values.max(-1, keepdims=True)
   log_probs = values - np.log(np.exp(values).sum(-1, keepdims=True))
   targets = tokens["targets"]
