@@ -118,5 +118,5 @@ class _OrderStepIncrement(tf.train.SessionRunHook):
 
   def begin(self):
     ordered = order_step_increment(tf.get_default_graph())
-    tf.logging.info("global_step's increment waits for the step's %d "
-                    "update(s)", len(ordered))
+    tf.logging.info("global_step's increment ordered after the step's "
+                    "updates (%d increment(s))", len(ordered))
