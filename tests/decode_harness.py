@@ -89,7 +89,8 @@ def _run(build: Callable[[Callable[[np.ndarray], mtf.Tensor]],
       outputs = build(import_tokens)
     lowering = lowering_lib.lower(graph, mesh)
     fetch = {k: lowering.export_to_tf_tensor(t) for k, t in outputs.items()}
-    with tf.Session(graph=tf_graph) as sess:
+    with tf.Session(graph=tf_graph,
+                    config=lowering_lib.session_config()) as sess:
       sess.run(tf.global_variables_initializer())
       values = np.random.RandomState(seed)
       for v in graph.trainable_variables:

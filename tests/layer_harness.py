@@ -149,7 +149,7 @@ def run_layer(layer, x: np.ndarray, *, causal: bool = False,
         tf.GraphKeys.SUMMARIES)):
       fetch["tfsummary/%d" % i] = summary
     init = tf.global_variables_initializer()
-    config = tf.ConfigProto(device_count={"CPU": max(num_devices, 1)})
+    config = lowering_lib.session_config(max(num_devices, 1))
     with tf.Session(graph=tf_graph, config=config) as sess:
       sess.run(init)
       by_name = {v.name: v for v in all_variables}

@@ -9,6 +9,27 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 
+def session_config(num_devices: int = 1) -> tf.ConfigProto:
+  """The tests' session options: logical CPU devices, no graph optimizer.
+
+  TF's graph optimizer (Grappler) rewrites a graph before its first run. The
+  tests build a graph, run it a few times and drop it: there the rewriting
+  costs more than it saves (a third of a layout test's CPU time), and what a
+  test compares, the graph's math, runs the same without it. Mesh turns it
+  off on TPU for the same reason (`utils.get_estimator`). The stock-CLI runs
+  and the benchmark keep TF's default.
+
+  Args:
+    num_devices: logical CPU devices of the session.
+
+  Returns:
+    The session's ConfigProto.
+  """
+  config = tf.ConfigProto(device_count={"CPU": num_devices})
+  config.graph_options.rewrite_options.disable_meta_optimizer = True
+  return config
+
+
 def lower(graph: mtf.Graph, mesh: mtf.Mesh, mesh_shape: str = "",
           layout: str = "", autostack: bool = True) -> mtf.Lowering:
   """Lowers `graph` onto a placement mesh of logical devices of this CPU.
@@ -67,7 +88,7 @@ def restored_logits(checkpoint: str, features: Dict[str, np.ndarray],
     masters = [v.get_master() for v in graph.all_variables]
     saver = tf.train.Saver([m for m in masters
                             if not partial or m.op.name in held])
-    with tf.Session() as session:
+    with tf.Session(config=session_config()) as session:
       session.run(tf.global_variables_initializer())
       saver.restore(session, checkpoint)
       if adjust:

@@ -37,6 +37,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
+import lowering as lowering_lib
 from mtf_synthesizer import attentions
 from mtf_synthesizer import gin_path
 from mtf_synthesizer import mesh_defaults
@@ -158,9 +159,8 @@ def _run(mesh_shape: str, layout: str, num_devices: int,
       loaders.setdefault("ops", []).append(tf.assign(master, placeholder))
     to_slices = lowering.copy_masters_to_slices()
     init = tf.global_variables_initializer()
-    config = tf.ConfigProto(device_count={"CPU": num_devices},
-                            allow_soft_placement=False)
-    with tf.Session(graph=tf_graph, config=config) as sess:
+    with tf.Session(graph=tf_graph,
+                    config=lowering_lib.session_config(num_devices)) as sess:
       assert len(sess.list_devices()) >= num_devices
       sess.run(init)
       sess.run(loaders.pop("ops"), feed_dict=loaders)

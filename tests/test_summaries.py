@@ -25,6 +25,7 @@ from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-
 from tensorflow.python.ops import control_flow_v2_toggles  # pylint: disable=g-direct-tensorflow-import
 
 import layer_harness
+import lowering as lowering_lib
 import mtf_synthesizer as ms
 
 BATCH, LENGTH, D_MODEL, HEADS, DK = 4, 6, 8, 2, 4
@@ -115,7 +116,7 @@ def _train_step(microbatches: int, mesh_impl_fn, num_devices: int = 1
     assert all(t.graph is tf_graph and
                not control_flow_util.IsInWhileLoop(t.op) for t in written)
     by_name = {v.name: v for v in graph.all_variables}
-    config = tf.ConfigProto(device_count={"CPU": num_devices})
+    config = lowering_lib.session_config(num_devices)
     with tf.Session(graph=tf_graph, config=config) as sess:
       sess.run(tf.global_variables_initializer())
       by_name[ALPHA_LOGITS].get_master().load(LOGITS, sess)
