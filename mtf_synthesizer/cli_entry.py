@@ -13,12 +13,15 @@ stock CLI; importing the package anywhere else has no side effect. `run()`:
   * applies `MTF_SYNTH_CPU_DEVICES=N`: N logical CPU devices for the CLI's
     sessions (`cpu_devices.py`);
   * applies `MTF_SYNTH_GRAPH_FILES=0`: no graph files beside the
-    checkpoints (`graph_files.py`).
+    checkpoints (`graph_files.py`);
+  * applies `MTF_SYNTH_GRAPH_OPTIMIZER=0`: no TF graph optimizer in the
+    sessions (`graph_optimizer.py`).
 """
 
 from mtf_synthesizer import cli_checks
 from mtf_synthesizer import cpu_devices
 from mtf_synthesizer import graph_files
+from mtf_synthesizer import graph_optimizer
 
 
 def run() -> None:
@@ -26,3 +29,4 @@ def run() -> None:
   cli_checks.check_cli_flags()
   cpu_devices.install_from_env()
   graph_files.install_from_env()
+  graph_optimizer.install_from_env()  # after cpu_devices: wraps its config

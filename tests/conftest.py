@@ -29,9 +29,11 @@ TOOLS = os.path.join(REPO, "tools")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
 # The stock-CLI runs of the tests write no graph files beside their
-# checkpoints (a quarter of a tiny run's time; `graph_files.py`), except
-# where a test asks for TF's default (test_preemption.py).
+# checkpoints (a quarter of a tiny run's time; `graph_files.py`) and run no
+# TF graph optimizer (an eighth; `graph_optimizer.py`), except where a test
+# asks for TF's defaults (test_preemption.py).
 os.environ.setdefault("MTF_SYNTH_GRAPH_FILES", "0")
+os.environ.setdefault("MTF_SYNTH_GRAPH_OPTIMIZER", "0")
 
 
 def _check_installed_hook():

@@ -35,6 +35,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import graph_files
+from mtf_synthesizer import graph_optimizer
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import progress
 from mtf_synthesizer.jobs import runner
@@ -84,7 +85,8 @@ def _command(model_dir: str,
       gin_params=["utils.run.save_checkpoints_steps = %d" % SAVE_EVERY,
                   "utils.run.keep_checkpoint_max = %d" % KEEP] +
       list(gin_params),
-      env={graph_files.ENV_VAR: "1"})  # TF's default: the .meta files too
+      # TF's defaults: the .meta files too, and the graph optimizer.
+      env={graph_files.ENV_VAR: "1", graph_optimizer.ENV_VAR: "1"})
 
 
 def _promised(last_step: int) -> List[int]:

@@ -1,0 +1,60 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Whether the stock CLI's sessions on CPU run TF's graph optimizer.
+
+TF's graph optimizer (Grappler) rewrites a graph when a session first runs
+it. On TPU mesh turns it off (`utils.get_estimator`: it slows start-up down
+and gains little there); on CPU the estimator's default session config keeps
+it, and for a short run, the demo, a test, decoding a few inputs, the
+rewriting costs more than it saves: on the tests' tiny model, 2.1 of the
+18.1 CPU-seconds of a two-step training run (four runs each way, side by
+side, 2026-11-25).
+With the environment variable `MTF_SYNTH_GRAPH_OPTIMIZER=0`, the stock CLI's
+`--module_import=mtf_synthesizer` (through `cli_entry.py`) turns it off in
+the estimator's default session config, as mesh does on TPU. The model
+computes the same functions; TF then fuses fewer ops, so floats may differ
+in their last bits. Unset or 1: TF's default. The tests' stock-CLI runs set
+it to 0; long CPU runs are better left with the optimizer.
+"""
+
+import os
+
+from tensorflow_estimator.python.estimator import run_config
+
+ENV_VAR = "MTF_SYNTH_GRAPH_OPTIMIZER"
+
+
+def _unwrapped(config_fn):
+  """The session-config function under this module's wrapper, if any."""
+  return getattr(config_fn, "without_graph_optimizer_of", config_fn)
+
+
+def install_from_env() -> bool:
+  """Applies `MTF_SYNTH_GRAPH_OPTIMIZER`; returns whether it optimizes.
+
+  Wraps the estimator's default session config as it is now, so call it
+  after `cpu_devices.install_from_env()` (as `cli_entry.run` does) for both
+  to apply.
+
+  Returns:
+    False when the variable is 0, else True.
+
+  Raises:
+    ValueError: when the variable is set to anything but 0 or 1.
+  """
+  value = os.environ.get(ENV_VAR, "").strip()
+  if value not in ("", "0", "1"):
+    raise ValueError("%s must be 0 or 1, got %r." % (ENV_VAR, value))
+  base = _unwrapped(run_config.get_default_session_config)
+  if value != "0":
+    run_config.get_default_session_config = base
+    return True
+
+  def without_graph_optimizer():
+    config = base()
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    return config
+
+  without_graph_optimizer.without_graph_optimizer_of = base
+  run_config.get_default_session_config = without_graph_optimizer
+  return False

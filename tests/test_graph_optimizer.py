@@ -1,0 +1,77 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""MTF_SYNTH_GRAPH_OPTIMIZER: the stock CLI without Grappler (graph_optimizer.py).
+
+The session config is read where the estimator reads it
+(`maybe_overwrite_model_dir_and_session_config`, which fills a RunConfig
+without one from the default). The tests' stock-CLI runs set the variable
+to 0 (conftest.py); test_preemption.py runs with TF's default.
+"""
+
+import pytest
+from tensorflow_estimator.python.estimator import estimator as estimator_lib
+from tensorflow_estimator.python.estimator import run_config
+from tensorflow_estimator.python.estimator.tpu import tpu_config
+
+from mtf_synthesizer import cpu_devices
+from mtf_synthesizer import graph_optimizer
+
+_DEFAULT = run_config.get_default_session_config
+
+
+@pytest.fixture(autouse=True)
+def restore_default():
+  yield
+  run_config.get_default_session_config = _DEFAULT
+
+
+def _estimator_session_config(tmp_path):
+  config = estimator_lib.maybe_overwrite_model_dir_and_session_config(
+      tpu_config.RunConfig(), str(tmp_path))
+  return config.session_config
+
+
+@pytest.mark.parametrize("value,optimizes", [("", True), ("1", True),
+                                             ("0", False)])
+def test_env_var_sets_the_estimators_session_config(monkeypatch, tmp_path,
+                                                     value, optimizes):
+  monkeypatch.setenv(graph_optimizer.ENV_VAR, value)
+  assert graph_optimizer.install_from_env() == optimizes
+  session_config = _estimator_session_config(tmp_path)
+  rewrite = session_config.graph_options.rewrite_options
+  assert rewrite.disable_meta_optimizer == (not optimizes)
+  # The rest of TF's default stays.
+  assert session_config.allow_soft_placement
+  assert rewrite.meta_optimizer_iterations == (
+      _DEFAULT().graph_options.rewrite_options.meta_optimizer_iterations)
+
+
+def test_installed_twice_then_back_to_the_default(monkeypatch, tmp_path):
+  monkeypatch.setenv(graph_optimizer.ENV_VAR, "0")
+  graph_optimizer.install_from_env()
+  graph_optimizer.install_from_env()
+  monkeypatch.setenv(graph_optimizer.ENV_VAR, "1")
+  graph_optimizer.install_from_env()
+  assert run_config.get_default_session_config is _DEFAULT
+  rewrite = _estimator_session_config(tmp_path).graph_options.rewrite_options
+  assert not rewrite.disable_meta_optimizer
+
+
+def test_composes_with_cpu_devices(monkeypatch, tmp_path):
+  """In cli_entry's order: the devices' config, without the optimizer."""
+  monkeypatch.setenv(cpu_devices.ENV_VAR, "4")
+  monkeypatch.setenv(graph_optimizer.ENV_VAR, "0")
+  cpu_devices.install_from_env()
+  graph_optimizer.install_from_env()
+  session_config = _estimator_session_config(tmp_path)
+  assert session_config.device_count["CPU"] == 4
+  assert not session_config.allow_soft_placement
+  assert session_config.graph_options.rewrite_options.disable_meta_optimizer
+
+
+@pytest.mark.parametrize("value", ["no", "2", "false"])
+def test_bad_value_is_a_clear_error(monkeypatch, value):
+  monkeypatch.setenv(graph_optimizer.ENV_VAR, value)
+  with pytest.raises(ValueError,
+                     match="MTF_SYNTH_GRAPH_OPTIMIZER must be 0 or 1"):
+    graph_optimizer.install_from_env()
