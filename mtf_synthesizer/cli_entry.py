@@ -29,4 +29,4 @@ def run() -> None:
   cli_checks.check_cli_flags()
   cpu_devices.install_from_env()
   graph_files.install_from_env()
-  graph_optimizer.install_from_env()  # after cpu_devices: wraps its config
+  graph_optimizer.install_from_env()

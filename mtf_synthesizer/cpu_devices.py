@@ -20,17 +20,9 @@ Only for CPU experiments: on TPU mesh's own session config applies.
 
 import os
 
-from tensorflow_estimator.python.estimator import run_config
+from mtf_synthesizer import cli_settings
 
 ENV_VAR = "MTF_SYNTH_CPU_DEVICES"
-_original_default_config = run_config.get_default_session_config
-
-
-def _session_config_with_devices(num_devices: int):
-  config = _original_default_config()
-  config.device_count["CPU"] = num_devices
-  config.allow_soft_placement = False
-  return config
 
 
 def install_from_env() -> int:
@@ -43,9 +35,7 @@ def install_from_env() -> int:
   Raises:
     ValueError: when the variable is not a positive integer.
   """
-  value = os.environ.get(ENV_VAR, "").strip()
-  if not value:
-    return 1
+  value = os.environ.get(ENV_VAR, "").strip() or "1"
   try:
     num_devices = int(value)
   except ValueError:
@@ -53,7 +43,11 @@ def install_from_env() -> int:
   if num_devices < 1:
     raise ValueError("%s must be a positive integer, got %r." % (ENV_VAR,
                                                                  value))
-  if num_devices > 1:
-    run_config.get_default_session_config = (
-        lambda: _session_config_with_devices(num_devices))
+
+  def with_devices(config):
+    config.device_count["CPU"] = num_devices
+    config.allow_soft_placement = False
+
+  cli_settings.set_session_edit(ENV_VAR,
+                                with_devices if num_devices > 1 else None)
   return num_devices

@@ -17,10 +17,10 @@ TensorBoard has no graph tab. Unset or 1: TF's default, the files are
 written.
 """
 
-import os
-
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
+
+from mtf_synthesizer import cli_settings
 
 ENV_VAR = "MTF_SYNTH_GRAPH_FILES"
 # (class, keyword argument): the default to change.
@@ -47,10 +47,8 @@ def install_from_env() -> bool:
   Raises:
     ValueError: when the variable is set to anything but 0 or 1.
   """
-  value = os.environ.get(ENV_VAR, "").strip()
-  if value not in ("", "0", "1"):
-    raise ValueError("%s must be 0 or 1, got %r." % (ENV_VAR, value))
+  written = cli_settings.switch_from_env(ENV_VAR)
   for cls, keyword in _DEFAULTS:
-    cls.__init__ = (_without_graph_files(cls, keyword) if value == "0"
-                    else _ORIGINAL_INITS[cls])
-  return value != "0"
+    cls.__init__ = (_ORIGINAL_INITS[cls] if written
+                    else _without_graph_files(cls, keyword))
+  return written

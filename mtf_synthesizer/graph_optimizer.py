@@ -17,24 +17,17 @@ in their last bits. Unset or 1: TF's default. The tests' stock-CLI runs set
 it to 0; long CPU runs are better left with the optimizer.
 """
 
-import os
-
-from tensorflow_estimator.python.estimator import run_config
+from mtf_synthesizer import cli_settings
 
 ENV_VAR = "MTF_SYNTH_GRAPH_OPTIMIZER"
 
 
-def _unwrapped(config_fn):
-  """The session-config function under this module's wrapper, if any."""
-  return getattr(config_fn, "without_graph_optimizer_of", config_fn)
+def _without_graph_optimizer(config):
+  config.graph_options.rewrite_options.disable_meta_optimizer = True
 
 
 def install_from_env() -> bool:
   """Applies `MTF_SYNTH_GRAPH_OPTIMIZER`; returns whether it optimizes.
-
-  Wraps the estimator's default session config as it is now, so call it
-  after `cpu_devices.install_from_env()` (as `cli_entry.run` does) for both
-  to apply.
 
   Returns:
     False when the variable is 0, else True.
@@ -42,19 +35,7 @@ def install_from_env() -> bool:
   Raises:
     ValueError: when the variable is set to anything but 0 or 1.
   """
-  value = os.environ.get(ENV_VAR, "").strip()
-  if value not in ("", "0", "1"):
-    raise ValueError("%s must be 0 or 1, got %r." % (ENV_VAR, value))
-  base = _unwrapped(run_config.get_default_session_config)
-  if value != "0":
-    run_config.get_default_session_config = base
-    return True
-
-  def without_graph_optimizer():
-    config = base()
-    config.graph_options.rewrite_options.disable_meta_optimizer = True
-    return config
-
-  without_graph_optimizer.without_graph_optimizer_of = base
-  run_config.get_default_session_config = without_graph_optimizer
-  return False
+  optimizes = cli_settings.switch_from_env(ENV_VAR)
+  cli_settings.set_session_edit(
+      ENV_VAR, None if optimizes else _without_graph_optimizer)
+  return optimizes

@@ -20,9 +20,13 @@ _DEFAULT = run_config.get_default_session_config
 
 
 @pytest.fixture(autouse=True)
-def restore_default():
+def restore_default(monkeypatch):
   yield
-  run_config.get_default_session_config = _DEFAULT
+  monkeypatch.delenv(cpu_devices.ENV_VAR, raising=False)
+  monkeypatch.delenv(graph_optimizer.ENV_VAR, raising=False)
+  cpu_devices.install_from_env()
+  graph_optimizer.install_from_env()
+  assert run_config.get_default_session_config is _DEFAULT
 
 
 def _estimator_session_config(tmp_path):
@@ -57,12 +61,14 @@ def test_installed_twice_then_back_to_the_default(monkeypatch, tmp_path):
   assert not rewrite.disable_meta_optimizer
 
 
-def test_composes_with_cpu_devices(monkeypatch, tmp_path):
-  """In cli_entry's order: the devices' config, without the optimizer."""
+@pytest.mark.parametrize("order", [(cpu_devices, graph_optimizer),
+                                   (graph_optimizer, cpu_devices)])
+def test_composes_with_cpu_devices(monkeypatch, tmp_path, order):
+  """In either order: the devices' config, without the optimizer."""
   monkeypatch.setenv(cpu_devices.ENV_VAR, "4")
   monkeypatch.setenv(graph_optimizer.ENV_VAR, "0")
-  cpu_devices.install_from_env()
-  graph_optimizer.install_from_env()
+  for setting in order:
+    setting.install_from_env()
   session_config = _estimator_session_config(tmp_path)
   assert session_config.device_count["CPU"] == 4
   assert not session_config.allow_soft_placement
