@@ -65,21 +65,7 @@ class ExportError(ValueError):
 def _function_spec(function: synthesizers.SynthesizingFunction,
                    max_length: int) -> Dict[str, Any]:
   """A synthesizing function's name and the settings its weights need."""
-  spec = {"name": function.name}
-  if isinstance(function, synthesizers.FactorizedRandom):
-    spec["k"] = function.k
-  elif isinstance(function, synthesizers.Dense):
-    spec.update(hidden_size=function.hidden_size, use_bias=function.use_bias,
-                share_query_projection=function.share_query_projection)
-  elif isinstance(function, synthesizers.FactorizedDense):
-    a, b = function.factor_sizes(max_length)
-    spec.update(a=a, b=b, hidden_size=function.hidden_size,
-                use_bias=function.use_bias)
-  elif not isinstance(function, (synthesizers.Random,
-                                 synthesizers.DotProduct)):
-    raise ExportError("the synthesizing function %r has no PyTorch "
-                      "implementation" % function.name)
-  return spec
+  return dict(function.export_settings(max_length), name=function.name)
 
 
 def _attention_spec(layer: transformer_layers.SelfAttention,

@@ -12,7 +12,7 @@
 """
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Type
 
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
@@ -161,6 +161,21 @@ class SynthesizingFunction:
       E.g. "random/R".
     """
     return "%s/%s" % (cls.name, cls.marker_variable)
+
+  def export_settings(self, max_length: int) -> Dict[str, Any]:
+    """The settings the PyTorch export needs to rebuild the function.
+
+    Written into the exported config beside the function's name; the
+    PyTorch model's function of the same name reads them.
+
+    Args:
+      max_length: N, the layer's max_length.
+
+    Returns:
+      A JSON-serializable dict (empty when the weights' shapes say all).
+    """
+    del max_length
+    return {}
 
   def logits(self, inputs: SynthesisInputs,
              scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:

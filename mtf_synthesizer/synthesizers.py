@@ -157,6 +157,10 @@ class FactorizedRandom(synthesis.SynthesizingFunction):
       raise ValueError("FactorizedRandom needs k >= 1, got %r" % (k,))
     self.k = k
 
+  def export_settings(self, max_length):
+    del max_length
+    return {"k": self.k}
+
   def factors(self, inputs: SynthesisInputs):
     """Returns the variables (R1, R2): heads + [positions, k]."""
     n = inputs.max_length
@@ -253,6 +257,11 @@ class Dense(synthesis.SynthesizingFunction):
   @property
   def needs_queries(self):
     return self.share_query_projection
+
+  def export_settings(self, max_length):
+    del max_length
+    return {"hidden_size": self.hidden_size, "use_bias": self.use_bias,
+            "share_query_projection": self.share_query_projection}
 
   def logits(self, inputs, scale=None):
     if self.share_query_projection:
@@ -384,6 +393,11 @@ class FactorizedDense(synthesis.SynthesizingFunction):
           "factorized: one factor is a single column, so FD is a Dense "
           "synthesizer (times a per-token factor).", a, b, n)
     return a, b
+
+  def export_settings(self, max_length):
+    a, b = self.factor_sizes(max_length)
+    return {"a": a, "b": b, "hidden_size": self.hidden_size,
+            "use_bias": self.use_bias}
 
   def logits(self, inputs, scale=None):
     a, b = self.factor_sizes(inputs.max_length)
