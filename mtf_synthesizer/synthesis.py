@@ -135,6 +135,8 @@ class SynthesizingFunction:
       packed examples index by the position inside each segment;
     * `input_independent`: their logits are a table of positions that does
       not read the input (R, Fix, FR: "nothing (global)" in Table 1);
+    * `trainable`: their variables are trained (False: no gradient and no
+      optimizer slot, as Fix's table);
     * `marker_variable`: their first variable, under their scope; its
       presence in a checkpoint shows that a layer uses them (`marker()`).
 
@@ -146,6 +148,7 @@ class SynthesizingFunction:
   needs_keys = False
   indexes_positions = True
   input_independent = False
+  trainable = True
   marker_variable = ""
 
   def __init_subclass__(cls, register: bool = True, **kwargs):

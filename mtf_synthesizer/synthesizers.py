@@ -86,7 +86,6 @@ class Random(synthesis.SynthesizingFunction):
   name = "random"
   input_independent = True
   marker_variable = "R"
-  trainable = True
 
   def __init__(self, initializer_scale: float = 1.0):
     """Creates the function.

@@ -32,6 +32,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import lowering as lowering_lib
+from mtf_synthesizer import reference as ref
 from mtf_synthesizer import synthesizers
 
 BATCH, LENGTH, D_MODEL, HEADS, DK, MAX_LEN = 2, 6, 8, 2, 4, 8
@@ -162,6 +163,17 @@ def synthesized_logits(kinds, activation_dtype: tf.DType,
   return value
 
 
+def _logits_are_a_variable(kinds) -> bool:
+  """One input-independent function whose only variable (Table 1) is its
+  [heads, N, N] logits table."""
+  if len(kinds) != 1 or kinds[0] not in synthesizers.BY_NAME:
+    return False
+  shapes = list(ref.variable_shapes(kinds[0], d_model=5, num_heads=3, d_kv=2,
+                                    max_length=7).values())
+  return (synthesizers.BY_NAME[kinds[0]].input_independent
+          and shapes == [[3, 7, 7]])
+
+
 @pytest.mark.parametrize(
     "kinds,packed", CASES,
     ids=["+".join(k) + ("-packed" if p else "") for k, p in CASES])
@@ -169,9 +181,9 @@ def test_logits_are_float32_under_bfloat16_activations(kinds, packed):
   expected = synthesized_logits(kinds, tf.float32, packed)
   actual = synthesized_logits(kinds, tf.bfloat16, packed)
   # The check is meaningful: rounding the logits to bfloat16 (what a
-  # product in bfloat16 does) would fail it -- except for R and Fix alone,
-  # whose logits are their (bfloat16-exact) variable.
-  if kinds not in (("random",), ("fixed_random",)):
+  # product in bfloat16 does) would fail it -- except for a function alone
+  # whose logits are its one (bfloat16-exact) variable, as R's and Fix's.
+  if not _logits_are_a_variable(kinds):
     rounding = np.abs(_bf16(expected) - expected)
     assert np.max(rounding - (ATOL + RTOL * np.abs(expected))) > 0
   np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL)

@@ -81,22 +81,34 @@ def test_forward_matches_numpy(case_run):
   np.testing.assert_allclose(run.output, expected, rtol=2e-4, atol=2e-5)
 
 
+# The functions whose variables are not trained (their `trainable`).
+FROZEN = tuple(name for name, cls in ms.synthesizers.BY_NAME.items()
+               if not cls.trainable)
+
+
+def _trainable(variable: str) -> bool:
+  """Whether a variable of the layer ("layer/<function>/...") is trained."""
+  return not any(("/%s/" % kind) in ("/%s/" % variable) for kind in FROZEN)
+
+
 def test_gradients_match_numpy(case_run):
   kinds, causal, x, run = case_run
   checked = layer_harness.assert_gradients_match(
       run, x, lambda v, xs: ref.layer_output(kinds, v, xs, HEADS, DK,
                                              causal=causal),
-      trainable=lambda name: "fixed_random" not in name)
+      trainable=_trainable)
   # Every trainable variable, the value and output projections included.
-  assert checked == sum("fixed_random" not in k for k in run.variables)
+  assert checked == sum(_trainable(k) for k in run.variables)
   assert "layer/o" in run.grads
   assert "layer/kv" in run.grads or "layer/v" in run.grads
 
 
-def test_fixed_random_is_not_trainable():
-  run = layer_harness.run_layer(_layer(["fixed_random"]), _x())
-  assert "layer/fixed_random/R" in run.variables
-  assert "layer/fixed_random/R" not in run.grads
+@pytest.mark.parametrize("kind", FROZEN)
+def test_a_frozen_function_has_no_gradient(kind):
+  run = layer_harness.run_layer(_layer([kind]), _x())
+  marker = "layer/" + ms.synthesizers.BY_NAME[kind].marker()
+  assert marker in run.variables
+  assert not [v for v in run.grads if v.startswith("layer/%s/" % kind)]
   assert "layer/kv" in run.grads
 
 
@@ -339,13 +351,20 @@ TABLE_1 = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(TABLE_1))
+def test_table_1_lists_every_function():
+  """A function added without its Table 1 count fails here, not silently."""
+  assert set(TABLE_1) == set(ms.synthesizers.BY_NAME), (
+      "TABLE_1 lacks %s" % sorted(set(ms.synthesizers.BY_NAME) - set(TABLE_1)))
+
+
+@pytest.mark.parametrize("kind", sorted(ms.synthesizers.BY_NAME))
 def test_parameter_counts_follow_table_1(kind):
   run = layer_harness.run_layer(_layer([kind]), _x())
   own = {k: v.size for k, v in _local(run.variables).items()
          if k not in ("kv", "v", "o")}
   weights = sum(s for k, s in own.items() if "/b" not in k)
   biases = sum(s for k, s in own.items() if "/b" in k)
+  assert kind in TABLE_1, "TABLE_1 lacks %r" % kind
   assert (weights, biases) == TABLE_1[kind], own
 
 

@@ -71,8 +71,10 @@ def test_variant_trains_with_table_1_variables(trained_models, variant):
     assert not any(n.startswith(layer + "/SelfAttention/") for n in names)
   slots = [n for n in names if "_slot_" in n]
   assert any("SynthesizerAttention/o_slot" in n for n in slots)
-  if variant == "fixed_random":
-    assert not any("fixed_random/R_slot" in n for n in slots)
+  for component in attentions.get(variant).components:
+    if not synthesizers.BY_NAME[component].trainable:  # no update, no slot
+      assert not any("SynthesizerAttention/%s/" % component in n
+                     for n in slots), component
 
 
 def test_every_variant_gin_file_is_tested():
