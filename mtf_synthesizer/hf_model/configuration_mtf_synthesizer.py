@@ -1,80 +1,215 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""The configuration of a Synthesizer T5 exported from Mesh TensorFlow.
+"""The configuration of a Synthesizer T5 in PyTorch.
 
-Written by `mtf_synthesizer.hf_export` next to the weights and read by
-`transformers` (`trust_remote_code=True`). It describes the mesh model as
-mesh built it: each layer stack (`encoder`, `decoder`, or `transformer` for a
-decoder-only language model) is `num_blocks` blocks of the same layers, each
-layer a dict with its mesh class name under "type":
-
-  * "SynthesizerAttention": "functions" (the synthesizing functions, each a
-    dict with its "name" and settings), "learned_weights" (a mixture's
-    alpha), "max_length" (N), plus the attention settings below;
-  * "SelfAttention": mesh's dot-product attention (the attention settings);
-  * "EncDecAttention": attention over the encoder's output;
-  * "DenseReluDense": "d_ff", "activations" (one, or two for a gated
-    layer), "use_bias".
-
-Attention settings: "num_heads", "d_kv", "num_memory_heads" (0: as many as
-the heads; 1: multi-query), "relative_attention" (None, "bias" or
-"bias_shared"), "relative_attention_num_buckets", "scale_queries" (mesh's
-fold_scaling_into_initializer=False).
+Fields that mean what they mean in transformers' `T5Config` have its names
+(`d_model`, `d_kv`, `d_ff`, `num_heads`, `num_layers`, `num_decoder_layers`,
+`vocab_size`, `feed_forward_proj`, `relative_attention_num_buckets`, ...):
+set them on a loaded config and `from_config` builds that size. The
+Synthesizer's own fields say which synthesizing functions each stack's
+self-attention composes (Tay et al., Table 1) and their sizes; mesh's layout
+options (a relative position bias per layer, multi-query attention, queries
+scaled at run time, learned absolute positions) are fields too, so that
+`mtf_synthesizer.hf_export` can describe any model the stock CLI trains.
 """
 
-from typing import Any, Dict, Optional
+from typing import Optional, Sequence, Tuple
 
 from transformers import PretrainedConfig
 
+# The synthesizing functions, by the names of the mesh package
+# (`mtf_synthesizer.synthesizers.BY_NAME`).
+FUNCTION_NAMES = ("dot_product", "random", "fixed_random",
+                  "factorized_random", "dense", "factorized_dense")
+RELATIVE_ATTENTION_TYPES = (None, "bias", "bias_shared")
+
+
+def _functions(value: Sequence[str], field: str) -> Tuple[str, ...]:
+  """A stack's synthesizing functions, checked."""
+  if isinstance(value, str):
+    value = value.split("+")
+  value = tuple(value)
+  unknown = [name for name in value if name not in FUNCTION_NAMES]
+  if not value or unknown or len(set(value)) != len(value):
+    raise ValueError(
+        "%s must name distinct synthesizing functions of %s, got %r" %
+        (field, list(FUNCTION_NAMES), value))
+  return value
+
 
 class MtfSynthesizerConfig(PretrainedConfig):
-  """A mesh Transformer with Synthesizer attention, as exported."""
+  """A T5 whose self-attention composes synthesizing functions.
+
+  The defaults are T5.1.1-small's sizes with mesh's dot-product attention
+  (V); `encoder_synthesizers=("random",)`, for example, makes the Random
+  Synthesizer (R) and `("dense", "dot_product")` the mixture D+V.
+  """
   model_type = "mtf_synthesizer"
   keys_to_ignore_at_inference = ["past_key_values"]
+  attribute_map = {"hidden_size": "d_model",
+                   "num_attention_heads": "num_heads",
+                   "num_hidden_layers": "num_layers",
+                   "head_dim": "d_kv"}
 
-  def __init__(self,
-               stacks: Optional[Dict[str, Dict[str, Any]]] = None,
-               d_model: int = 32,
-               vocab_size: int = 384,
-               shared_embedding: bool = True,
-               layer_norm_epsilon: float = 1e-6,
-               relative_attention_max_distance: int = 128,
-               is_encoder_decoder: bool = False,
-               pad_token_id: int = 0,
-               eos_token_id: int = 1,
-               decoder_start_token_id: int = 0,
-               use_cache: bool = True,
-               **kwargs):
+  def __init__(
+      self,
+      vocab_size: int = 32128,
+      d_model: int = 512,
+      d_kv: int = 64,
+      d_ff: int = 1024,
+      num_layers: int = 8,
+      num_decoder_layers: Optional[int] = None,
+      num_heads: int = 6,
+      relative_attention_num_buckets: int = 32,
+      relative_attention_max_distance: int = 128,
+      dropout_rate: float = 0.1,
+      layer_norm_epsilon: float = 1e-6,
+      initializer_factor: float = 1.0,
+      feed_forward_proj: str = "gated-gelu",
+      is_encoder_decoder: bool = True,
+      use_cache: bool = True,
+      pad_token_id: int = 0,
+      eos_token_id: int = 1,
+      decoder_start_token_id: int = 0,
+      tie_word_embeddings: bool = False,
+      encoder_synthesizers: Sequence[str] = ("dot_product",),
+      decoder_synthesizers: Sequence[str] = ("dot_product",),
+      max_length: int = 512,
+      learned_mixture_weights: bool = True,
+      factorized_random_k: int = 8,
+      factorized_dense_factors: Optional[Sequence[int]] = None,
+      dense_hidden_size: Optional[int] = None,
+      dense_share_query_projection: bool = False,
+      synthesizer_use_bias: bool = True,
+      relative_attention_type: Optional[str] = "bias_shared",
+      num_memory_heads: int = 0,
+      scale_queries: bool = False,
+      shared_embedding: bool = True,
+      max_position_embeddings: Optional[int] = None,
+      z_loss: float = 1e-4,
+      **kwargs):
     """Creates the configuration.
 
     Args:
-      stacks: stack name -> {"num_blocks", "layers" (a block's layer dicts),
-        "autoregressive", "positional_embedding" (rows of the learned
-        table, or None), "logits" ("kernel": its own softmax weights,
-        "embedding": the embedding's, scaled by d_model**-0.5, None: no
-        logits)}.
-      d_model: the model width.
       vocab_size: rows of the (padded) vocabulary.
-      shared_embedding: the encoder and decoder share one embedding.
-      layer_norm_epsilon: epsilon of mesh's RMS norm.
-      relative_attention_max_distance: T5's bucket distance (mesh: 128).
-      is_encoder_decoder: an encoder-decoder (else a language model).
-      pad_token_id: padding id (also marks padding when no mask is given).
+      d_model: the model width.
+      d_kv: width of a head's queries, keys and values.
+      d_ff: width of the feed-forward layers.
+      num_layers: blocks of the encoder (of a causal LM's one stack).
+      num_decoder_layers: blocks of the decoder; default num_layers.
+      num_heads: attention heads.
+      relative_attention_num_buckets: T5's relative position buckets.
+      relative_attention_max_distance: distances from here share a bucket.
+      dropout_rate: mesh's dropout, where mesh applies it: the embeddings,
+        each layer's output, the attention weights, the feed-forward
+        hidden layer, the stack's output.
+      layer_norm_epsilon: epsilon of the RMS norm.
+      initializer_factor: multiplies every initializer's scale (T5's).
+      feed_forward_proj: "relu" (T5.1.0) or "gated-gelu" (T5.1.1): an
+        activation name, "gated-" for mesh's two input kernels.
+      is_encoder_decoder: an encoder-decoder (else a causal LM of one stack).
+      use_cache: keep keys and values while decoding.
+      pad_token_id: padding id (marks the inputs' padding when no mask is
+        given).
       eos_token_id: end of sequence.
       decoder_start_token_id: the first decoder input.
-      use_cache: keep keys and values while decoding.
+      tie_word_embeddings: the output layer is the embedding (scaled by
+        d_model**-0.5, as mesh and T5.1.0 do); else its own weights.
+      encoder_synthesizers: the synthesizing functions of the encoder's
+        self-attention (of the causal LM's, which reads
+        decoder_synthesizers), a tuple or a "+"-joined string; several make
+        a mixture (eq. 8).
+      decoder_synthesizers: those of the decoder's self-attention.
+      max_length: N, the positions of R, FR, D and FD (their tables' size);
+        the longest sequence a stack with them reads.
+      learned_mixture_weights: a mixture learns its weights alpha (softmax
+        over functions, per head); else each function weighs 1.
+      factorized_random_k: FR's rank k (eq. 7).
+      factorized_dense_factors: FD's (a, b), a * b = max_length; default
+        the largest divisor a <= sqrt(N).
+      dense_hidden_size: the per-head hidden width of D's and FD's first
+        layer; default d_kv.
+      dense_share_query_projection: D's first layer is the query projection
+        (the original release's dense modes).
+      synthesizer_use_bias: D and FD have biases b1, b2.
+      relative_attention_type: "bias_shared" (one table per stack, T5),
+        "bias" (one per layer) or None.
+      num_memory_heads: heads of keys and values: 0 as many as num_heads,
+        1 multi-query attention.
+      scale_queries: scale the queries by d_kv**-0.5 at run time (mesh's
+        fold_scaling_into_initializer=False); default: the scale is in the
+        query kernel's initializer, as mesh and T5 do.
+      shared_embedding: the encoder and decoder read one embedding.
+      max_position_embeddings: rows of a learned absolute position table
+        added to the embeddings (mesh's positional_embedding), or None.
+      z_loss: mesh's auxiliary loss z_loss * log(Z)^2 per token, added in
+        training only (mesh's default 1e-4; T5 trained with it).
       **kwargs: PretrainedConfig's.
     """
-    self.stacks = stacks or {}
-    self.d_model = d_model
     self.vocab_size = vocab_size
-    self.shared_embedding = shared_embedding
-    self.layer_norm_epsilon = layer_norm_epsilon
+    self.d_model = d_model
+    self.d_kv = d_kv
+    self.d_ff = d_ff
+    self.num_layers = num_layers
+    self.num_decoder_layers = (num_decoder_layers
+                               if num_decoder_layers is not None
+                               else num_layers)
+    self.num_heads = num_heads
+    self.relative_attention_num_buckets = relative_attention_num_buckets
     self.relative_attention_max_distance = relative_attention_max_distance
+    self.dropout_rate = dropout_rate
+    self.layer_norm_epsilon = layer_norm_epsilon
+    self.initializer_factor = initializer_factor
+    self.feed_forward_proj = feed_forward_proj
+    parts = feed_forward_proj.split("-")
+    if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
+      raise ValueError("feed_forward_proj must be an activation or "
+                       "'gated-<activation>', got %r" % feed_forward_proj)
+    self.dense_act_fn = parts[-1]
+    self.is_gated_act = len(parts) == 2
     self.use_cache = use_cache
-    main = self.stacks.get("decoder") or self.stacks.get("transformer") or {}
-    self.num_hidden_layers = main.get("num_blocks", 0)
-    kwargs.setdefault("tie_word_embeddings", False)
+    self.encoder_synthesizers = _functions(encoder_synthesizers,
+                                           "encoder_synthesizers")
+    self.decoder_synthesizers = _functions(decoder_synthesizers,
+                                           "decoder_synthesizers")
+    self.max_length = max_length
+    self.learned_mixture_weights = learned_mixture_weights
+    self.factorized_random_k = factorized_random_k
+    if factorized_dense_factors is None:
+      a = max(d for d in range(1, int(max_length**0.5) + 1)
+              if max_length % d == 0)
+      factorized_dense_factors = (a, max_length // a)
+    factorized_dense_factors = tuple(factorized_dense_factors)
+    uses_fd = "factorized_dense" in (self.encoder_synthesizers +
+                                     self.decoder_synthesizers)
+    if uses_fd and (len(factorized_dense_factors) != 2 or
+                    factorized_dense_factors[0] * factorized_dense_factors[1]
+                    != max_length):
+      raise ValueError("factorized_dense_factors (a, b) need a * b == "
+                       "max_length (%d), got %r" %
+                       (max_length, factorized_dense_factors))
+    self.factorized_dense_factors = factorized_dense_factors
+    self.dense_hidden_size = dense_hidden_size
+    self.dense_share_query_projection = dense_share_query_projection
+    self.synthesizer_use_bias = synthesizer_use_bias
+    if relative_attention_type not in RELATIVE_ATTENTION_TYPES:
+      raise ValueError("relative_attention_type must be one of %r, got %r" %
+                       (RELATIVE_ATTENTION_TYPES, relative_attention_type))
+    self.relative_attention_type = relative_attention_type
+    if num_memory_heads not in (0, 1, num_heads):
+      raise ValueError("num_memory_heads must be 0, 1 or num_heads, got %r" %
+                       (num_memory_heads,))
+    self.num_memory_heads = num_memory_heads
+    self.scale_queries = scale_queries
+    self.shared_embedding = shared_embedding
+    self.max_position_embeddings = max_position_embeddings
+    self.z_loss = z_loss
     super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
-                     decoder_start_token_id=decoder_start_token_id, **kwargs)
-    self.is_encoder_decoder = is_encoder_decoder
+                     decoder_start_token_id=decoder_start_token_id,
+                     is_encoder_decoder=is_encoder_decoder,
+                     tie_word_embeddings=tie_word_embeddings, **kwargs)
+
+  def synthesizers(self, stack: str) -> Tuple[str, ...]:
+    """The functions of a stack's self-attention ("encoder"/"decoder")."""
+    return (self.encoder_synthesizers if stack == "encoder"
+            else self.decoder_synthesizers)

@@ -2,14 +2,13 @@
 # Licensed under the Apache License, Version 2.0.
 """A Synthesizer T5 in PyTorch, computing what the mesh model computes.
 
-Loaded by `transformers` from a directory that `mtf_synthesizer.hf_export`
-wrote (`trust_remote_code=True`): `MtfSynthesizerForConditionalGeneration`
-(`AutoModelForSeq2SeqLM`) for encoder-decoder models and
-`MtfSynthesizerForCausalLM` (`AutoModelForCausalLM`) for decoder-only
-language models. The modules mirror mesh's variable scopes, so that a
-parameter's name is its mesh name with "/" as ".", "block_001" as
-"block.1" and the "kernel" and "scale" leaves dropped, in mesh's layouts
-(combined [d_model, heads * d_kv] kernels; per-head tables).
+The classes follow transformers' T5: `MtfSynthesizerModel` (the
+encoder-decoder), `MtfSynthesizerForConditionalGeneration`
+(`AutoModelForSeq2SeqLM`) and `MtfSynthesizerForCausalLM`
+(`AutoModelForCausalLM`, one causal stack). Inside a stack the names are
+T5's (`block.0.layer.0.SelfAttention.q`), with each synthesizing function's
+weights under its name (`SelfAttention.random.R`); `mtf_synthesizer.hf_export`
+maps mesh's variables to them.
 
 The synthesizing functions (Tay et al., sec. 3), per head h, for a query at
 position i and a memory position j:
@@ -22,27 +21,40 @@ position i and a memory position j:
   Mixture              S = sum_f alpha_f S_f, alpha = softmax(w)  eq. 8
 
 and Y = softmax(S + relative position bias + masks) G(X) W_o (eq. 3).
-Positions index R's rows and the columns of R, D and FD: when decoding with
-the cache, the query at step t reads row t, as mesh's incremental decoding
-does.
 
-Masks follow mesh: without an attention mask, token id 0 (padding) marks the
-padding of the inputs; a masked logit gets -1e9.
+One attention path serves them all, inside transformers' attention interface
+(`config._attn_implementation`: "eager" or "sdpa"): every function but the
+dot product adds its logits to an additive bias, which joins the relative
+position bias and the masks (both computed once per stack); the dot product
+goes to the kernel, with a mixture's alpha on the queries. The tables are
+read by slicing (rows and columns of contiguous positions); only a batch
+with per-example positions (`position_ids`, e.g. left padding) gathers.
+
+Initialization is mesh's (`_init_weights`): a model from a config trains
+from scratch as the mesh model would. Masks follow mesh: without an
+attention mask, token id 0 marks the inputs' padding; a masked logit gets
+-1e9.
 """
 
+import dataclasses
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.cache_utils import DynamicCache
 from transformers.cache_utils import EncoderDecoderCache
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput
+from transformers.modeling_outputs import BaseModelOutputWithPast
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.modeling_outputs import Seq2SeqModelOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 # pylint: disable-next=relative-beyond-top-level
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
@@ -74,20 +86,28 @@ def relative_position_bucket(relative_position: torch.Tensor,
   else:
     n = n.clamp(min=0)
   max_exact = num_buckets // 2
-  scale = torch.tensor(math.log(max_distance / max_exact), dtype=torch.float32)
+  scale = math.log(max_distance / max_exact)
   ratio = torch.log(n.clamp(min=1).float() / max_exact) / scale
   large = max_exact + (ratio * (num_buckets - max_exact)).long()
   large = large.clamp(max=num_buckets - 1)
   return ret + torch.where(n < max_exact, n, large)
 
 
-def rms_norm(x: torch.Tensor, scale: torch.Tensor,
-             epsilon: float) -> torch.Tensor:
-  """mesh's norm: x / sqrt(mean(x^2) + epsilon) * scale."""
-  return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + epsilon) * scale
+class MtfSynthesizerRMSNorm(nn.Module):
+  """mesh's norm: x / sqrt(mean(x^2) + epsilon) * weight (no mean, no bias)."""
+
+  def __init__(self, d_model: int, epsilon: float):
+    super().__init__()
+    self.weight = nn.Parameter(torch.ones(d_model))
+    self.epsilon = epsilon
+
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    normed = (x.float() * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
+    return normed * self.weight.to(x.dtype)
 
 
-def _activation(name: str):
+def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
   """mesh's activation by name (gelu: its tanh approximation)."""
   functions = {
       "relu": torch.relu,
@@ -103,644 +123,1085 @@ def _activation(name: str):
   return functions[name]
 
 
+@dataclasses.dataclass
 class Positions:
-  """Query and memory positions of one attention call.
+  """Query and memory positions of one self-attention call.
 
   Attributes:
-    query: [t] int64.
-    memory: [s] int64.
+    start: the first query's position (the cache's length when decoding).
+    length: queries.
+    memory_length: memory positions (start + length).
+    query: [batch, length] per-example positions, or None: start + arange.
+    memory: [batch, memory_length] per-example positions, or None: arange.
   """
-
-  def __init__(self, query: torch.Tensor, memory: torch.Tensor):
-    self.query = query
-    self.memory = memory
+  start: int
+  length: int
+  memory_length: int
+  query: Optional[torch.Tensor] = None
+  memory: Optional[torch.Tensor] = None
 
 
 # ---------------------------------------------------------------------------
-# Synthesizing functions: each returns logits [batch or 1, heads, t, s].
+# Synthesizing functions. Each but the dot product returns its logits
+# [batch or 1, heads, length, memory_length] in float32, times `scale` (a
+# mixture weight per head) applied to its cheapest factor.
 
 
-class Random(nn.Module):
+def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
+  """table [heads, ...] * scale [heads], in float32."""
+  table = table.float()
+  if scale is None:
+    return table
+  return table * scale.view(-1, *([1] * (table.dim() - 1)))
+
+
+def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, N, ...] -> the query rows: [1 or batch, heads, length, ...]."""
+  if positions.query is None:
+    return table[:, positions.start:positions.start + positions.length][None]
+  return table[:, positions.query].transpose(0, 1)
+
+
+def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, ..., N] -> memory columns: [1 or batch, heads, ..., s]."""
+  if positions.memory is None:
+    return table[..., :positions.memory_length][None]
+  # [heads, ..., batch, s] -> [batch, heads, ..., s]
+  gathered = table[..., positions.memory]
+  return gathered.movedim(-2, 0)
+
+
+class MtfSynthesizerRandom(nn.Module):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
-  name = "random"
   needs_queries = False
-  needs_keys = False
 
-  def __init__(self, spec: Dict, num_heads: int, d_model: int, d_kv: int,
-               max_length: int):
+  def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
-    del spec, d_model, d_kv
-    self.R = nn.Parameter(torch.zeros(num_heads, max_length, max_length))
+    n = config.max_length
+    self.R = nn.Parameter(torch.empty(config.num_heads, n, n))
 
-  def forward(self, x, queries, keys, positions: Positions):
-    del x, queries, keys
-    return self.R[:, positions.query[:, None], positions.memory[None, :]][None]
+  def table(self) -> torch.Tensor:
+    return self.R
+
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del hidden, queries
+    r = self.table()
+    if positions.query is None:
+      r = r[:, positions.start:positions.start + positions.length,
+            :positions.memory_length]
+      return _per_head(r, scale)[None]
+    rows = r[:, positions.query]                       # [h, b, t, N]
+    index = positions.memory[None, :, None, :].expand(
+        rows.shape[0], -1, rows.shape[2], -1)
+    picked = _per_head(torch.gather(rows, 3, index), scale)
+    return picked.transpose(0, 1)
 
 
-class FixedRandom(Random):
-  """Fix (eq. 4): R never trained (a buffer, saved with the weights)."""
-  name = "fixed_random"
+class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
+  """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
 
-  def __init__(self, spec, num_heads, d_model, d_kv, max_length):
+  def __init__(self, config: MtfSynthesizerConfig):
     nn.Module.__init__(self)
-    self.register_buffer(
-        "R", torch.zeros(num_heads, max_length, max_length), persistent=True)
+    n = config.max_length
+    self.register_buffer("R", torch.empty(config.num_heads, n, n),
+                         persistent=True)
 
 
-class FactorizedRandom(nn.Module):
+class MtfSynthesizerFactorizedRandom(nn.Module):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
-  name = "factorized_random"
   needs_queries = False
-  needs_keys = False
 
-  def __init__(self, spec, num_heads, d_model, d_kv, max_length):
+  def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
-    del d_model, d_kv
-    k = spec["k"]
-    self.R1 = nn.Parameter(torch.zeros(num_heads, max_length, k))
-    self.R2 = nn.Parameter(torch.zeros(num_heads, max_length, k))
+    shape = (config.num_heads, config.max_length, config.factorized_random_k)
+    self.R1 = nn.Parameter(torch.empty(shape))
+    self.R2 = nn.Parameter(torch.empty(shape))
 
-  def forward(self, x, queries, keys, positions: Positions):
-    del x, queries, keys
-    r1 = self.R1[:, positions.query]
-    r2 = self.R2[:, positions.memory]
-    return torch.matmul(r1, r2.transpose(-1, -2))[None]
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del hidden, queries
+    r1 = _rows(_per_head(self.R1, scale), positions)   # [1|b, h, t, k]
+    if positions.memory is None:
+      r2 = self.R2[:, :positions.memory_length].float()[None]
+    else:
+      r2 = self.R2[:, positions.memory].float().transpose(0, 1)
+    return torch.matmul(r1, r2.transpose(-1, -2))
 
 
 class _DenseHidden(nn.Module):
   """relu(W1 X_i + b1) per head, the first layer of D and FD."""
 
-  def __init__(self, spec, num_heads, d_model, d_kv):
+  def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
-    hidden = spec.get("hidden_size") or d_kv
-    self.use_bias = spec.get("use_bias", True)
-    self.w1 = nn.Parameter(torch.zeros(d_model, num_heads, hidden))
-    if self.use_bias:
-      self.b1 = nn.Parameter(torch.zeros(num_heads, hidden))
+    self.num_heads = config.num_heads
+    self.hidden_size = config.dense_hidden_size or config.d_kv
+    self.use_bias = config.synthesizer_use_bias
+    self.w1 = nn.Linear(config.d_model, self.num_heads * self.hidden_size,
+                        bias=self.use_bias)
 
   def hidden(self, x: torch.Tensor) -> torch.Tensor:
     """[batch, t, d_model] -> [batch, heads, t, hidden]."""
-    h = torch.einsum("btd,dhk->bhtk", x, self.w1)
-    if self.use_bias:
-      h = h + self.b1[None, :, None, :]
-    return torch.relu(h)
+    b, t, _ = x.shape
+    h = self.w1(x).view(b, t, self.num_heads, self.hidden_size)
+    return torch.relu(h).transpose(1, 2)
 
 
-class Dense(_DenseHidden):
+class MtfSynthesizerDense(_DenseHidden):
   """D (eq. 1-2): each query predicts its row of N logits."""
-  name = "dense"
-  needs_keys = False
 
-  def __init__(self, spec, num_heads, d_model, d_kv, max_length):
-    self.share_query_projection = spec.get("share_query_projection", False)
+  def __init__(self, config: MtfSynthesizerConfig):
+    self.share_query_projection = config.dense_share_query_projection
     if self.share_query_projection:
       nn.Module.__init__(self)
-      self.use_bias = spec.get("use_bias", True)
-      hidden = d_kv
+      self.use_bias = config.synthesizer_use_bias
+      hidden = config.d_kv
     else:
-      super().__init__(spec, num_heads, d_model, d_kv)
-      hidden = self.w1.shape[-1]
-    self.w2 = nn.Parameter(torch.zeros(num_heads, hidden, max_length))
+      super().__init__(config)
+      hidden = self.hidden_size
+    n = config.max_length
+    self.w2 = nn.Parameter(torch.empty(config.num_heads, hidden, n))
     if self.use_bias:
-      self.b2 = nn.Parameter(torch.zeros(num_heads, max_length))
+      self.b2 = nn.Parameter(torch.empty(config.num_heads, n))
 
   @property
-  def needs_queries(self):
+  def needs_queries(self) -> bool:
     return self.share_query_projection
 
-  def forward(self, x, queries, keys, positions: Positions):
-    del keys
-    h = torch.relu(queries) if self.share_query_projection else self.hidden(x)
-    logits = torch.einsum("bhtk,hks->bhts", h,
-                          self.w2[:, :, positions.memory])
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    h = torch.relu(queries) if self.share_query_projection else (
+        self.hidden(hidden))
+    w2 = _columns(_per_head(self.w2, scale), positions)  # [1|b, h, k, s]
+    logits = torch.matmul(h.to(w2.dtype), w2)
     if self.use_bias:
-      logits = logits + self.b2[:, positions.memory][None, :, None, :]
+      b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
+      logits = logits + b2[:, :, None, :]
     return logits
 
 
-class FactorizedDense(_DenseHidden):
+class MtfSynthesizerFactorizedDense(_DenseHidden):
   """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)]."""
-  name = "factorized_dense"
   needs_queries = False
-  needs_keys = False
-
-  def __init__(self, spec, num_heads, d_model, d_kv, max_length):
-    super().__init__(spec, num_heads, d_model, d_kv)
-    hidden = self.w1.shape[-1]
-    a, b = spec["a"], spec["b"]
-    if a * b != max_length:
-      raise ValueError("FactorizedDense needs a * b == max_length, got %d * "
-                       "%d != %d" % (a, b, max_length))
-    self.a = a
-    self.wa = nn.Parameter(torch.zeros(num_heads, hidden, a))
-    self.wb = nn.Parameter(torch.zeros(num_heads, hidden, b))
-    if self.use_bias:
-      self.ba = nn.Parameter(torch.zeros(num_heads, a))
-      self.bb = nn.Parameter(torch.zeros(num_heads, b))
-
-  def forward(self, x, queries, keys, positions: Positions):
-    del queries, keys
-    h = self.hidden(x)
-    fa = torch.einsum("bhtk,hka->bhta", h, self.wa)
-    fb = torch.einsum("bhtk,hkc->bhtc", h, self.wb)
-    if self.use_bias:
-      fa = fa + self.ba[None, :, None, :]
-      fb = fb + self.bb[None, :, None, :]
-    columns = positions.memory
-    return fa[..., columns % self.a] * fb[..., columns // self.a]
-
-
-class DotProduct(nn.Module):
-  """V: Q_i . K_j (mesh's scale is in the query kernel or the queries)."""
-  name = "dot_product"
-  needs_queries = True
-  needs_keys = True
-
-  def __init__(self, spec, num_heads, d_model, d_kv, max_length):
-    super().__init__()
-
-  def forward(self, x, queries, keys, positions: Positions):
-    del x, positions
-    return torch.matmul(queries, keys.transpose(-1, -2))
-
-
-FUNCTIONS = {f.name: f for f in (Random, FixedRandom, FactorizedRandom, Dense,
-                                 FactorizedDense, DotProduct)}
-
-
-# ---------------------------------------------------------------------------
-# Layers.
-
-
-class Mixture(nn.Module):
-  """The mixture weights of eq. 8: alpha = softmax(alpha_logits) [f, heads]."""
-
-  def __init__(self, functions: int, num_heads: int):
-    super().__init__()
-    self.alpha_logits = nn.Parameter(torch.zeros(functions, num_heads))
-
-  def forward(self) -> torch.Tensor:
-    return torch.softmax(self.alpha_logits.float(), dim=0)
-
-
-class Attention(nn.Module):
-  """SynthesizerAttention, mesh's SelfAttention or EncDecAttention."""
-
-  def __init__(self, spec: Dict, d_model: int):
-    super().__init__()
-    self.kind = spec["type"]
-    h, dk = spec["num_heads"], spec["d_kv"]
-    self.num_heads, self.d_kv = h, dk
-    memory_heads = spec.get("num_memory_heads", 0) or h
-    if memory_heads not in (1, h):
-      raise ValueError("num_memory_heads must be 0, 1 or num_heads; got %d"
-                       % memory_heads)
-    self.memory_heads = memory_heads
-    self.scale_queries = spec.get("scale_queries", False)
-    self.relative_attention = spec.get("relative_attention")
-    self.num_buckets = spec.get("relative_attention_num_buckets", 32)
-    self.max_length = spec.get("max_length")
-    function_specs = spec.get("functions") or [{"name": "dot_product"}]
-    self.function_names = [f["name"] for f in function_specs]
-    for f in function_specs:
-      setattr(self, f["name"], FUNCTIONS[f["name"]](
-          f, h, d_model, dk, self.max_length or 0))
-    functions = self.functions()
-    self.needs_queries = any(f.needs_queries for f in functions)
-    self.needs_keys = any(f.needs_keys for f in functions)
-    if len(functions) > 1 and spec.get("learned_weights", True):
-      self.mixture = Mixture(len(functions), h)
-    if self.needs_queries:
-      self.q = nn.Parameter(torch.zeros(d_model, h * dk))
-    if self.needs_keys:
-      self.k = nn.Parameter(torch.zeros(d_model, memory_heads * dk))
-      self.v = nn.Parameter(torch.zeros(d_model, memory_heads * dk))
-    else:
-      self.kv = nn.Parameter(torch.zeros(d_model, memory_heads * dk))
-    self.o = nn.Parameter(torch.zeros(h * dk, d_model))
-    if self.relative_attention == "bias" or (
-        self.relative_attention == "bias_shared" and spec.get("owns_bias")):
-      self.relative_attention_bias = nn.Parameter(
-          torch.zeros(h, self.num_buckets))
-
-  def functions(self) -> List[nn.Module]:
-    return [getattr(self, name) for name in self.function_names]
-
-  def _heads(self, x: torch.Tensor, kernel: torch.Tensor,
-             heads: int) -> torch.Tensor:
-    """x [b, t, d_model] @ kernel -> [b, heads, t, d_kv]."""
-    b, t, _ = x.shape
-    return torch.matmul(x, kernel).view(b, t, heads, self.d_kv).transpose(1, 2)
-
-  def forward(self, x: torch.Tensor, bias: Optional[torch.Tensor],
-              positions: Optional[Positions],
-              memory: Optional[torch.Tensor] = None,
-              cache: Optional[Cache] = None, layer_idx: int = 0,
-              cross_cache_ready: bool = False) -> torch.Tensor:
-    """Attends.
-
-    Args:
-      x: the normalized layer input [batch, t, d_model].
-      bias: added to the logits, broadcastable to [batch, heads, t, s].
-      positions: query and memory positions (self-attention).
-      memory: the encoder output (EncDecAttention).
-      cache: the layer's key/value cache (DynamicCache), or None.
-      layer_idx: its index in the cache.
-      cross_cache_ready: the cache already holds the encoder's keys/values.
-
-    Returns:
-      [batch, t, d_model].
-    """
-    queries = (self._heads(x, self.q, self.num_heads)
-               if self.needs_queries else None)
-    if queries is not None and self.scale_queries:
-      queries = queries * self.d_kv**-0.5
-    if cross_cache_ready:
-      stored = cache.layers[layer_idx]
-      keys, values = stored.keys, stored.values
-    else:
-      source = x if memory is None else memory
-      if self.needs_keys:
-        keys = self._heads(source, self.k, self.memory_heads)
-        values = self._heads(source, self.v, self.memory_heads)
-      else:
-        values = self._heads(source, self.kv, self.memory_heads)
-        # No keys: the cache keeps one column of the values in their place
-        # (it measures its length by the keys and takes an empty one as
-        # none).
-        keys = values[..., :1]
-      if cache is not None:
-        keys, values = cache.update(keys, values, layer_idx)
-    logits = None
-    weights = self.mixture() if hasattr(self, "mixture") else None
-    for i, function in enumerate(self.functions()):
-      term = function(x, queries, keys, positions).float()
-      if weights is not None:
-        term = term * weights[i][None, :, None, None]
-      logits = term if logits is None else logits + term
-    if bias is not None:
-      logits = logits + bias
-    probabilities = torch.softmax(logits, dim=-1).to(values.dtype)
-    out = torch.matmul(probabilities, values)       # [b, h, t, d_kv]
-    b, _, t, _ = out.shape
-    return torch.matmul(out.transpose(1, 2).reshape(b, t, -1), self.o)
-
-
-class DenseReluDense(nn.Module):
-  """mesh's feed-forward layer, plain or gated (wi_0, wi_1)."""
-
-  def __init__(self, spec: Dict, d_model: int):
-    super().__init__()
-    d_ff = spec["d_ff"]
-    self.activations = [_activation(a) for a in spec["activations"]]
-    if spec.get("use_bias"):
-      raise ValueError("DenseReluDense with use_bias is not supported")
-    if len(self.activations) == 1:
-      self.wi = nn.Parameter(torch.zeros(d_model, d_ff))
-    else:
-      for i in range(len(self.activations)):
-        setattr(self, "wi_%d" % i, nn.Parameter(torch.zeros(d_model, d_ff)))
-    self.wo = nn.Parameter(torch.zeros(d_ff, d_model))
-
-  def forward(self, x: torch.Tensor) -> torch.Tensor:
-    if len(self.activations) == 1:
-      h = self.activations[0](torch.matmul(x, self.wi))
-    else:
-      h = None
-      for i, activation in enumerate(self.activations):
-        term = activation(torch.matmul(x, getattr(self, "wi_%d" % i)))
-        h = term if h is None else h * term
-    return torch.matmul(h, self.wo)
-
-
-class Sublayer(nn.Module):
-  """A mesh layer with its pre-norm: x + layer(rms_norm(x))."""
-
-  def __init__(self, spec: Dict, d_model: int):
-    super().__init__()
-    self.type = spec["type"]
-    self.rms_norm = nn.Parameter(torch.ones(d_model))
-    if self.type == "DenseReluDense":
-      setattr(self, self.type, DenseReluDense(spec, d_model))
-    elif self.type in ("SynthesizerAttention", "SelfAttention",
-                       "EncDecAttention"):
-      setattr(self, self.type, Attention(spec, d_model))
-    else:
-      raise ValueError("layer %r is not supported" % self.type)
-
-  @property
-  def layer(self) -> nn.Module:
-    return getattr(self, self.type)
-
-
-class Block(nn.Module):
-  """One block of a stack: its layers in mesh's order."""
-
-  def __init__(self, layer_specs: Sequence[Dict], d_model: int):
-    super().__init__()
-    self.layer = nn.ModuleList(Sublayer(s, d_model) for s in layer_specs)
-
-
-class Stack(nn.Module):
-  """A mesh Unitransformer's layer stack with its final norm."""
-
-  def __init__(self, config: MtfSynthesizerConfig, name: str,
-               owns_embedding: bool):
-    super().__init__()
-    spec = config.stacks[name]
-    self.name = name
-    self.main_input_name = "input_ids"
-    self.epsilon = config.layer_norm_epsilon
-    self.max_distance = config.relative_attention_max_distance
-    self.autoregressive = spec["autoregressive"]
-    layer_specs = [dict(s) for s in spec["layers"]]
-    self.block = nn.ModuleList()
-    for i in range(spec["num_blocks"]):
-      for s in layer_specs:
-        s["owns_bias"] = i == 0
-      self.block.append(Block(layer_specs, config.d_model))
-    if owns_embedding:
-      self.embedding = nn.Parameter(torch.zeros(config.vocab_size,
-                                                config.d_model))
-    if spec.get("positional_embedding"):
-      self.positional_embedding = nn.Parameter(
-          torch.zeros(spec["positional_embedding"], config.d_model))
-    self.rms_norm = nn.Parameter(torch.ones(config.d_model))
-    self.logits_kind = spec.get("logits")
-    if self.logits_kind == "kernel":
-      self.logits = nn.Parameter(torch.zeros(config.d_model,
-                                             config.vocab_size))
-
-  def embedding_table(self, shared: Optional[torch.Tensor]) -> torch.Tensor:
-    """The stack's own embedding, else the model's shared one."""
-    return self.embedding if hasattr(self, "embedding") else shared
-
-  def to_logits(self, x: torch.Tensor,
-                shared: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The output layer: own kernel, or the embedding scaled as mesh does."""
-    if self.logits_kind == "kernel":
-      return torch.matmul(x, self.logits)
-    table = self.embedding_table(shared)
-    return torch.matmul(x * table.shape[1]**-0.5, table.t())
-
-  def _shared_bias_table(self, kind: str) -> Optional[torch.Tensor]:
-    for sublayer in self.block[0].layer:
-      if sublayer.type == kind and hasattr(sublayer.layer,
-                                           "relative_attention_bias"):
-        return sublayer.layer.relative_attention_bias
-    return None
-
-  def forward(self, input_ids: torch.Tensor,
-              segments: Optional[torch.Tensor] = None,
-              memory: Optional[torch.Tensor] = None,
-              memory_segments: Optional[torch.Tensor] = None,
-              cache: Optional[Cache] = None,
-              shared: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Runs the stack.
-
-    Args:
-      input_ids: [batch, t].
-      segments: [batch, s] 1 for tokens, 0 for padding of the memory this
-        stack's self-attention reads (for a non-autoregressive stack, the
-        inputs themselves); None: no padding.
-      memory: the encoder output (a decoder).
-      memory_segments: [batch, s_enc] 1 for the encoder's tokens.
-      cache: a DynamicCache or EncoderDecoderCache when decoding.
-      shared: the model's shared embedding, when the stack has none.
-
-    Returns:
-      The normalized output [batch, t, d_model].
-    """
-    self_cache, cross_cache, cross_ready = cache, None, False
-    if isinstance(cache, EncoderDecoderCache):
-      self_cache = cache.self_attention_cache
-      cross_cache = cache.cross_attention_cache
-    past = self_cache.get_seq_length() if self_cache is not None else 0
-    t = input_ids.shape[1]
-    device = input_ids.device
-    query = torch.arange(past, past + t, device=device)
-    memory_positions = torch.arange(past + t, device=device)
-    positions = Positions(query, memory_positions)
-    x = nn.functional.embedding(input_ids, self.embedding_table(shared))
-    if hasattr(self, "positional_embedding"):
-      x = x + self.positional_embedding[query][None]
-    relative = memory_positions[None, :] - query[:, None]
-    mask = torch.zeros(relative.shape, device=device)
-    if self.autoregressive:
-      mask = mask.masked_fill(relative > 0, MASKED)
-    mask = mask[None, None]
-    if segments is not None:
-      visible = segments[:, None, -t:, None] == segments[:, None, None, :]
-      mask = mask + torch.where(visible, 0.0, MASKED)
-    cross_bias = None
-    if memory is not None and memory_segments is not None:
-      cross_bias = torch.where(memory_segments[:, None, None, :] > 0, 0.0,
-                               MASKED)
-    buckets = None
-    index = 0
-    for block in self.block:
-      for sublayer in block.layer:
-        layer = sublayer.layer
-        y = rms_norm(x, sublayer.rms_norm, self.epsilon)
-        if sublayer.type == "DenseReluDense":
-          y = layer(y)
-        elif sublayer.type == "EncDecAttention":
-          if cross_cache is not None:
-            cross_ready = bool(cache.is_updated.get(index))
-          y = layer(y, cross_bias, None, memory=memory, cache=cross_cache,
-                    layer_idx=index, cross_cache_ready=cross_ready)
-          if cross_cache is not None:
-            cache.is_updated[index] = True
-        else:
-          bias = mask
-          if layer.relative_attention is not None:
-            if buckets is None:
-              buckets = relative_position_bucket(
-                  relative, not self.autoregressive, layer.num_buckets,
-                  self.max_distance)
-            table = (layer.relative_attention_bias
-                     if layer.relative_attention == "bias" else
-                     self._shared_bias_table(sublayer.type))
-            bias = bias + table[:, buckets][None].float()
-          if layer.max_length and past + t > layer.max_length:
-            raise ValueError(
-                "%s got a sequence of length %d but its max_length is %d (the "
-                "size of its position-indexed parameters)" % (
-                    sublayer.type, past + t, layer.max_length))
-          y = layer(y, bias, positions, cache=self_cache, layer_idx=index)
-        x = x + y
-      index += 1
-    return rms_norm(x, self.rms_norm, self.epsilon)
-
-
-class MtfSynthesizerPreTrainedModel(PreTrainedModel):
-  """Weights come from mesh; nothing is initialized here."""
-  config_class = MtfSynthesizerConfig
-  base_model_prefix = "model"
-  _no_split_modules = ["Block"]
-
-  def _init_weights(self, module):
-    del module  # every weight is in the exported checkpoint
-
-
-def _segments(input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor],
-              pad_token_id: int) -> torch.Tensor:
-  """1 at tokens, 0 at padding: the mask, else token ids != padding."""
-  if attention_mask is not None:
-    return (attention_mask > 0).long()
-  return (input_ids != pad_token_id).long()
-
-
-class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
-                                             GenerationMixin):
-  """An encoder-decoder (mesh's Bitransformer)."""
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__(config)
-    if config.shared_embedding:
-      self.shared = nn.Parameter(torch.zeros(config.vocab_size,
-                                             config.d_model))
-    owns = not config.shared_embedding
-    self.encoder = Stack(config, "encoder", owns)
-    self.decoder = Stack(config, "decoder", owns)
-    self.post_init()
+    self.a, self.b = config.factorized_dense_factors
+    heads, hidden = config.num_heads, self.hidden_size
+    self.wa = nn.Parameter(torch.empty(heads, hidden, self.a))
+    self.wb = nn.Parameter(torch.empty(heads, hidden, self.b))
+    if self.use_bias:
+      self.ba = nn.Parameter(torch.empty(heads, self.a))
+      self.bb = nn.Parameter(torch.empty(heads, self.b))
 
-  def shared_embedding(self) -> Optional[torch.Tensor]:
-    return self.shared if self.config.shared_embedding else None
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del queries
+    h = self.hidden(hidden)
+    fa = torch.matmul(h, self.wa.to(h.dtype)).float()  # [b, h, t, a]
+    fb = torch.matmul(h, self.wb.to(h.dtype)).float()  # [b, h, t, b]
+    if self.use_bias:
+      fa = fa + self.ba.float()[None, :, None, :]
+      fb = fb + self.bb.float()[None, :, None, :]
+    if scale is not None:
+      fa = fa * scale.float()[None, :, None, None]
+    if positions.memory is None:
+      # Column j = jb * a + ja: the outer product laid out row-major is C,
+      # built only for the column blocks in use.
+      s = positions.memory_length
+      blocks = -(-s // self.a)
+      c = fb[..., :blocks, None] * fa[..., None, :]
+      return c.flatten(-2)[..., :s]
+    columns = positions.memory[:, None, None, :]
+    shape = fa.shape[:3] + (columns.shape[-1],)
+    return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *
+            torch.gather(fb, 3, (columns // self.a).expand(shape)))
 
-  def get_encoder(self, modality=None):
-    del modality
-    return _Encoder(self)
 
-  def forward(self,
-              input_ids: Optional[torch.LongTensor] = None,
-              attention_mask: Optional[torch.Tensor] = None,
-              decoder_input_ids: Optional[torch.LongTensor] = None,
-              encoder_outputs: Optional[Tuple] = None,
+FUNCTIONS = {
+    "random": MtfSynthesizerRandom,
+    "fixed_random": MtfSynthesizerFixedRandom,
+    "factorized_random": MtfSynthesizerFactorizedRandom,
+    "dense": MtfSynthesizerDense,
+    "factorized_dense": MtfSynthesizerFactorizedDense,
+    "dot_product": None,  # the kernel's Q K^T: no module, no weights
+}
+
+
+# ---------------------------------------------------------------------------
+# Attention.
+
+
+def _repeat_heads(x: torch.Tensor, groups: int) -> torch.Tensor:
+  """[b, memory_heads, s, d] -> [b, memory_heads * groups, s, d]."""
+  if groups == 1:
+    return x
+  b, h, s, d = x.shape
+  return x[:, :, None].expand(b, h, groups, s, d).reshape(b, h * groups, s, d)
+
+
+def eager_attention_forward(
+    module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+    value: torch.Tensor, attention_mask: Optional[torch.Tensor],
+    scaling: float = 1.0, dropout: float = 0.0,
+    position_bias: Optional[torch.Tensor] = None,
+    **kwargs) -> Tuple[torch.Tensor, torch.Tensor]:
+  """softmax(Q K^T * scaling + bias + mask) V, the logits in float32.
+
+  Args:
+    module: the attention layer (num_key_value_groups).
+    query: [batch, heads, t, d_kv].
+    key: [batch, memory_heads, s, d_kv].
+    value: [batch, memory_heads, s, d_kv].
+    attention_mask: additive, broadcastable to [batch, heads, t, s].
+    scaling: multiplies Q K^T.
+    dropout: on the attention weights.
+    position_bias: additive, like attention_mask.
+    **kwargs: the interface's other arguments (unused).
+
+  Returns:
+    ([batch, t, heads, d_kv], the weights [batch, heads, t, s]).
+  """
+  del kwargs
+  groups = getattr(module, "num_key_value_groups", 1)
+  key = _repeat_heads(key, groups)
+  value = _repeat_heads(value, groups)
+  logits = torch.matmul(query, key.transpose(-1, -2)).float() * scaling
+  if position_bias is not None:
+    logits = logits + position_bias.float()
+  if attention_mask is not None:
+    logits = logits + attention_mask.float()
+  weights = torch.softmax(logits, dim=-1).to(value.dtype)
+  weights = nn.functional.dropout(weights, p=dropout,
+                                  training=module.training)
+  out = torch.matmul(weights, value)
+  return out.transpose(1, 2).contiguous(), weights
+
+
+class MtfSynthesizerRelativeBias(nn.Embedding):
+  """T5's relative position bias: [buckets, heads], read once per stack."""
+
+
+class MtfSynthesizerAttention(nn.Module):
+  """Self-attention composing synthesizing functions, or cross-attention.
+
+  `functions` names the synthesizing functions (a mixture when several);
+  ("dot_product",) is mesh's SelfAttention (and T5's), and the
+  cross-attention's.
+  """
+
+  def __init__(self, config: MtfSynthesizerConfig,
+               functions: Tuple[str, ...] = ("dot_product",),
+               has_relative_attention_bias: bool = False,
+               layer_idx: Optional[int] = None):
+    super().__init__()
+    self.config = config
+    self.layer_idx = layer_idx
+    self.num_heads = config.num_heads
+    self.d_kv = config.d_kv
+    self.memory_heads = config.num_memory_heads or config.num_heads
+    self.num_key_value_groups = self.num_heads // self.memory_heads
+    self.is_causal = False  # causality is in the bias
+    self.dropout = config.dropout_rate
+    self.scaling = config.d_kv**-0.5 if config.scale_queries else 1.0
+    self.function_names = tuple(functions)
+    self.has_dot_product = "dot_product" in functions
+    for name in functions:
+      if FUNCTIONS[name] is not None:
+        setattr(self, name, FUNCTIONS[name](config))
+    self.needs_queries = self.has_dot_product or any(
+        f.needs_queries for f in self.synthesizers())
+    inner = self.num_heads * self.d_kv
+    memory_inner = self.memory_heads * self.d_kv
+    if self.needs_queries:
+      self.q = nn.Linear(config.d_model, inner, bias=False)
+    if self.has_dot_product:
+      self.k = nn.Linear(config.d_model, memory_inner, bias=False)
+    self.v = nn.Linear(config.d_model, memory_inner, bias=False)
+    self.o = nn.Linear(inner, config.d_model, bias=False)
+    if len(functions) > 1 and config.learned_mixture_weights:
+      self.alpha_logits = nn.Parameter(torch.zeros(len(functions),
+                                                   self.num_heads))
+    if has_relative_attention_bias:
+      self.relative_attention_bias = MtfSynthesizerRelativeBias(
+          config.relative_attention_num_buckets, self.num_heads)
+
+  def synthesizers(self) -> List[nn.Module]:
+    """The function modules (every function but the dot product)."""
+    return [getattr(self, n) for n in self.function_names
+            if n != "dot_product"]
+
+  def mixture_weights(self) -> Optional[torch.Tensor]:
+    """alpha [functions, heads] (eq. 8), or None for one function."""
+    if not hasattr(self, "alpha_logits"):
+      return None
+    return torch.softmax(self.alpha_logits.float(), dim=0)
+
+  def _heads(self, x: torch.Tensor, projection: nn.Linear) -> torch.Tensor:
+    b, t, _ = x.shape
+    return projection(x).view(b, t, -1, self.d_kv).transpose(1, 2)
+
+  def forward(self, hidden: torch.Tensor, bias: Optional[torch.Tensor],
+              positions: Optional[Positions] = None,
+              key_value_states: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
-              labels: Optional[torch.LongTensor] = None,
-              use_cache: Optional[bool] = None,
-              **kwargs) -> Seq2SeqLMOutput:
-    """Logits of the decoder inputs (teacher forcing or a decoding step).
+              output_attentions: bool = False
+              ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Attends.
 
     Args:
-      input_ids: the encoder inputs [batch, s].
-      attention_mask: 1 at input tokens, 0 at padding; default: ids != 0.
-      decoder_input_ids: [batch, t]; default: labels shifted right.
-      encoder_outputs: the encoder's output, when already computed.
-      past_key_values: the decoding cache.
-      labels: targets for a cross-entropy loss (-100: ignored).
-      use_cache: keep and return a cache.
-      **kwargs: ignored (generation's bookkeeping).
+      hidden: the normalized layer input [batch, t, d_model].
+      bias: additive: masks and relative position bias, broadcastable to
+        [batch, heads, t, s]; None: nothing masked.
+      positions: the positions (self-attention with synthesizing functions).
+      key_value_states: the encoder output (cross-attention).
+      past_key_values: the cache (DynamicCache or EncoderDecoderCache).
+      output_attentions: return the attention weights.
 
     Returns:
-      Seq2SeqLMOutput.
+      ([batch, t, d_model], the weights [batch, heads, t, s] or None).
     """
-    for key in ("decoder_attention_mask", "cache_position", "return_dict",
-                "output_attentions", "output_hidden_states"):
-      kwargs.pop(key, None)
-    if encoder_outputs is None:
-      encoder_outputs = self.get_encoder()(input_ids, attention_mask)
-    elif not isinstance(encoder_outputs, BaseModelOutput):
-      encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
-    memory = encoder_outputs.last_hidden_state
-    if attention_mask is None and input_ids is not None:
-      attention_mask = _segments(input_ids, None, self.config.pad_token_id)
-    if attention_mask is None:
-      attention_mask = torch.ones(memory.shape[:2], dtype=torch.long,
-                                  device=memory.device)
-    if decoder_input_ids is None:
-      if labels is None:
-        raise ValueError("give decoder_input_ids or labels")
-      decoder_input_ids = self._shift_right(labels)
-    use_cache = self.config.use_cache if use_cache is None else use_cache
-    if use_cache and past_key_values is None:
-      past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    if not use_cache:
-      past_key_values = None
-    hidden = self.decoder(decoder_input_ids, None, memory,
-                          _segments(memory, attention_mask, -1),
-                          cache=past_key_values,
-                          shared=self.shared_embedding())
-    logits = self.decoder.to_logits(hidden, self.shared_embedding())
-    loss = None
-    if labels is not None:
-      loss = nn.functional.cross_entropy(
-          logits.float().view(-1, logits.shape[-1]), labels.view(-1),
-          ignore_index=-100)
-    return Seq2SeqLMOutput(loss=loss, logits=logits,
-                           past_key_values=past_key_values,
-                           encoder_last_hidden_state=memory)
+    b, t, _ = hidden.shape
+    cross = key_value_states is not None
+    cache = past_key_values
+    updated = False
+    if isinstance(cache, EncoderDecoderCache):
+      updated = cross and bool(cache.is_updated.get(self.layer_idx))
+      cache = (cache.cross_attention_cache if cross
+               else cache.self_attention_cache)
+    if updated:
+      stored = cache.layers[self.layer_idx]
+      keys, values = stored.keys, stored.values
+    else:
+      source = key_value_states if cross else hidden
+      values = self._heads(source, self.v)
+      # Without keys the cache keeps one column of the values in their
+      # place (it measures its length by the keys).
+      keys = self._heads(source, self.k) if self.has_dot_product else (
+          values[..., :1])
+      if cache is not None:
+        keys, values = cache.update(keys, values, self.layer_idx)
+        if cross:
+          past_key_values.is_updated[self.layer_idx] = True
+    queries = self._heads(hidden, self.q) if self.needs_queries else None
+    alpha = self.mixture_weights()
+    for i, name in enumerate(self.function_names):
+      if name == "dot_product":
+        continue
+      term = getattr(self, name)(hidden, queries, positions,
+                                 None if alpha is None else alpha[i])
+      bias = term if bias is None else bias + term
+    if self.has_dot_product:
+      query = queries
+      if alpha is not None:
+        weight = alpha[self.function_names.index("dot_product")]
+        query = query * weight.to(query.dtype)[None, :, None, None]
+    else:
+      # The kernel's Q K^T is zero: the weights are softmax(bias).
+      query = values.new_zeros(b, self.num_heads, t, self.d_kv)
+      keys = values
+    implementation = self.config._attn_implementation  # pylint: disable=protected-access
+    if output_attentions:
+      implementation = "eager"
+    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+        implementation, eager_attention_forward) if (
+            implementation != "eager") else eager_attention_forward
+    if bias is not None:
+      bias = bias.to(query.dtype) if not torch.is_autocast_enabled() else (
+          bias)
+    out, weights = interface(
+        self, query, keys, values, None, dropout=(
+            self.dropout if self.training else 0.0),
+        scaling=self.scaling, position_bias=bias, is_causal=False)
+    out = self.o(out.reshape(b, t, -1))
+    return out, (weights if output_attentions else None)
+
+
+class MtfSynthesizerDenseReluDense(nn.Module):
+  """The feed-forward layer: wo(act(wi x)), or gated: wo(act(wi_0 x) wi_1 x)."""
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__()
+    self.gated = config.is_gated_act
+    self.act = _activation(config.dense_act_fn)
+    if self.gated:
+      self.wi_0 = nn.Linear(config.d_model, config.d_ff, bias=False)
+      self.wi_1 = nn.Linear(config.d_model, config.d_ff, bias=False)
+    else:
+      self.wi = nn.Linear(config.d_model, config.d_ff, bias=False)
+    self.wo = nn.Linear(config.d_ff, config.d_model, bias=False)
+    self.dropout = nn.Dropout(config.dropout_rate)
+
+  def forward(self, x: torch.Tensor) -> torch.Tensor:
+    if self.gated:
+      h = self.act(self.wi_0(x)) * self.wi_1(x)
+    else:
+      h = self.act(self.wi(x))
+    return self.wo(self.dropout(h))
+
+
+class MtfSynthesizerLayerSelfAttention(nn.Module):
+  """x + dropout(SelfAttention(norm(x)))."""
+
+  def __init__(self, config, functions, has_relative_attention_bias,
+               layer_idx):
+    super().__init__()
+    self.SelfAttention = MtfSynthesizerAttention(  # pylint: disable=invalid-name
+        config, functions, has_relative_attention_bias, layer_idx)
+    self.layer_norm = MtfSynthesizerRMSNorm(config.d_model,
+                                            config.layer_norm_epsilon)
+    self.dropout = nn.Dropout(config.dropout_rate)
+
+  def forward(self, x, bias, positions, past_key_values, output_attentions):
+    y, weights = self.SelfAttention(
+        self.layer_norm(x), bias, positions,
+        past_key_values=past_key_values, output_attentions=output_attentions)
+    return x + self.dropout(y), weights
+
+
+class MtfSynthesizerLayerCrossAttention(nn.Module):
+  """x + dropout(EncDecAttention(norm(x), encoder output))."""
+
+  def __init__(self, config, layer_idx):
+    super().__init__()
+    self.EncDecAttention = MtfSynthesizerAttention(  # pylint: disable=invalid-name
+        config, ("dot_product",), False, layer_idx)
+    self.layer_norm = MtfSynthesizerRMSNorm(config.d_model,
+                                            config.layer_norm_epsilon)
+    self.dropout = nn.Dropout(config.dropout_rate)
+
+  def forward(self, x, memory, bias, past_key_values, output_attentions):
+    y, weights = self.EncDecAttention(
+        self.layer_norm(x), bias, key_value_states=memory,
+        past_key_values=past_key_values, output_attentions=output_attentions)
+    return x + self.dropout(y), weights
+
+
+class MtfSynthesizerLayerFF(nn.Module):
+  """x + dropout(DenseReluDense(norm(x)))."""
+
+  def __init__(self, config):
+    super().__init__()
+    self.DenseReluDense = MtfSynthesizerDenseReluDense(config)  # pylint: disable=invalid-name
+    self.layer_norm = MtfSynthesizerRMSNorm(config.d_model,
+                                            config.layer_norm_epsilon)
+    self.dropout = nn.Dropout(config.dropout_rate)
+
+  def forward(self, x):
+    return x + self.dropout(self.DenseReluDense(self.layer_norm(x)))
+
+
+class MtfSynthesizerBlock(GradientCheckpointingLayer):
+  """One block: self-attention, cross-attention (a decoder's), feed-forward."""
+
+  def __init__(self, config: MtfSynthesizerConfig, functions: Tuple[str, ...],
+               has_relative_attention_bias: bool, is_decoder: bool,
+               layer_idx: int):
+    super().__init__()
+    self.is_decoder = is_decoder
+    self.layer = nn.ModuleList([MtfSynthesizerLayerSelfAttention(
+        config, functions, has_relative_attention_bias, layer_idx)])
+    if is_decoder:
+      self.layer.append(MtfSynthesizerLayerCrossAttention(config, layer_idx))
+    self.layer.append(MtfSynthesizerLayerFF(config))
+
+  def forward(self, x, bias, positions, memory=None, cross_bias=None,
+              past_key_values=None, output_attentions=False):
+    x, self_weights = self.layer[0](x, bias, positions, past_key_values,
+                                    output_attentions)
+    cross_weights = None
+    if self.is_decoder:
+      x, cross_weights = self.layer[1](x, memory, cross_bias,
+                                       past_key_values, output_attentions)
+    return self.layer[-1](x), self_weights, cross_weights
+
+
+# ---------------------------------------------------------------------------
+# Models.
+
+
+class MtfSynthesizerPreTrainedModel(PreTrainedModel):
+  """Initialization as mesh's, and what transformers asks of a model."""
+  config_class = MtfSynthesizerConfig
+  base_model_prefix = "model"
+  supports_gradient_checkpointing = True
+  _no_split_modules = ["MtfSynthesizerBlock"]
+  _supports_sdpa = True
+  _supports_flash_attn = False
+  _supports_flex_attn = False
+  _supports_attention_backend = False
+  _keys_to_ignore_on_load_unexpected = []
+
+  @torch.no_grad()
+  def _init_weights(self, module: nn.Module) -> None:
+    """mesh's initializer of each weight (mesh_tensorflow and this package).
+
+    Embeddings N(0, 1); the query kernel N(0, (d_model d_kv)^-1/2) (mesh
+    folds the 1/sqrt(d_kv) scale into it; with scale_queries, d_model^-1/2),
+    keys and values N(0, d_model^-1/2), the output N(0, (heads d_kv)^-1/2);
+    feed-forward and softmax kernels truncated normal with 1/sqrt(fan_in);
+    the relative bias and R, FR uniform (glorot on the original release's
+    shapes); D and FD kernels N(0, fan_in^-1/2), their biases and the
+    mixture logits 0; norms 1. `initializer_factor` multiplies each scale.
+    """
+    config = self.config
+    factor = config.initializer_factor
+    d, heads, dk = config.d_model, config.num_heads, config.d_kv
+    n = config.max_length
+
+    def normal(tensor, std):
+      init.normal_(tensor, 0.0, factor * std)
+
+    def truncated(tensor, std):
+      init.trunc_normal_(tensor, 0.0, factor * std, -2 * factor * std,
+                         2 * factor * std)
+
+    def uniform(tensor, limit):
+      init.uniform_(tensor, -factor * limit, factor * limit)
+
+    if isinstance(module, MtfSynthesizerRMSNorm):
+      init.ones_(module.weight)
+    elif isinstance(module, MtfSynthesizerRelativeBias):
+      # mesh's default (glorot uniform) on its [heads, buckets] table.
+      uniform(module.weight, math.sqrt(6.0 / sum(module.weight.shape)))
+    elif isinstance(module, nn.Embedding):
+      normal(module.weight, 1.0)
+    elif isinstance(module, MtfSynthesizerAttention):
+      if hasattr(module, "q"):
+        std = d**-0.5 if config.scale_queries else (d * dk)**-0.5
+        normal(module.q.weight, std)
+      if hasattr(module, "k"):
+        normal(module.k.weight, d**-0.5)
+      normal(module.v.weight, d**-0.5)
+      normal(module.o.weight, (heads * dk)**-0.5)
+      if hasattr(module, "alpha_logits"):
+        init.zeros_(module.alpha_logits)
+    elif isinstance(module, MtfSynthesizerDenseReluDense):
+      for name in ("wi", "wi_0", "wi_1"):
+        if hasattr(module, name):
+          truncated(getattr(module, name).weight, d**-0.5)
+      truncated(module.wo.weight, config.d_ff**-0.5)
+    elif isinstance(module, MtfSynthesizerRandom):
+      # The original release's glorot scale on its [N, heads, N] variable.
+      uniform(module.R, math.sqrt(6.0 / (heads * n + n * n)))
+    elif isinstance(module, MtfSynthesizerFactorizedRandom):
+      k = config.factorized_random_k
+      limit = math.sqrt(6.0 / (k * (heads + n)))
+      uniform(module.R1, limit)
+      uniform(module.R2, limit)
+    elif isinstance(module, (MtfSynthesizerDense,
+                             MtfSynthesizerFactorizedDense)):
+      if hasattr(module, "w1"):
+        normal(module.w1.weight, d**-0.5)
+        if module.w1.bias is not None:
+          init.zeros_(module.w1.bias)
+      for name in ("w2", "wa", "wb"):
+        if hasattr(module, name):
+          weight = getattr(module, name)
+          normal(weight, weight.shape[1]**-0.5)
+      for name in ("b2", "ba", "bb"):
+        if hasattr(module, name):
+          init.zeros_(getattr(module, name))
+    elif module is getattr(self, "lm_head", None):
+      truncated(module.weight, d**-0.5)  # mesh's softmax kernel
 
   def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
+    """The decoder inputs of targets: decoder_start_token_id, then labels."""
     start = torch.full_like(labels[:, :1], self.config.decoder_start_token_id)
     shifted = torch.cat([start, labels[:, :-1]], dim=1)
     return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
 
 
-class _Encoder(nn.Module):
-  """The encoder as generate() calls it: (input_ids, attention_mask)."""
+class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
+  """One stack: embeddings, blocks, final norm (mesh's Unitransformer)."""
 
-  def __init__(self, model: MtfSynthesizerForConditionalGeneration):
-    super().__init__()
-    self.model = model
-    self.main_input_name = "input_ids"
+  def __init__(self, config: MtfSynthesizerConfig, is_decoder: bool,
+               synthesizers: Tuple[str, ...], num_layers: int,
+               embed_tokens: Optional[nn.Embedding] = None):
+    super().__init__(config)
+    self.is_decoder = is_decoder
+    self.embed_tokens = embed_tokens if embed_tokens is not None else (
+        nn.Embedding(config.vocab_size, config.d_model))
+    if config.max_position_embeddings:
+      self.embed_positions = nn.Embedding(config.max_position_embeddings,
+                                          config.d_model)
+    self.synthesizer_names = tuple(synthesizers)
+    self.has_tables = any(n != "dot_product" for n in synthesizers)
+    relative = config.relative_attention_type
+    self.block = nn.ModuleList(
+        MtfSynthesizerBlock(
+            config, synthesizers,
+            relative == "bias" or (relative == "bias_shared" and i == 0),
+            is_decoder and config.is_encoder_decoder, i)
+        for i in range(num_layers))
+    self.final_layer_norm = MtfSynthesizerRMSNorm(config.d_model,
+                                                  config.layer_norm_epsilon)
+    self.dropout = nn.Dropout(config.dropout_rate)
+    self.gradient_checkpointing = False
+    self.post_init()
 
-  def forward(self, input_ids=None, attention_mask=None, **kwargs):
-    del kwargs
-    segments = _segments(input_ids, attention_mask,
-                         self.model.config.pad_token_id)
-    hidden = self.model.encoder(input_ids, segments,
-                                shared=self.model.shared_embedding())
-    return BaseModelOutput(last_hidden_state=hidden)
+  def get_input_embeddings(self) -> nn.Embedding:
+    return self.embed_tokens
+
+  def set_input_embeddings(self, value: nn.Embedding) -> None:
+    self.embed_tokens = value
+
+  def _relative_bias(self, table: nn.Embedding, buckets: torch.Tensor):
+    """[t, s] buckets -> [1, heads, t, s] float32 (one embedding lookup)."""
+    return table(buckets).permute(2, 0, 1)[None].float()
+
+  def forward(self,
+              input_ids: Optional[torch.LongTensor] = None,
+              attention_mask: Optional[torch.Tensor] = None,
+              inputs_embeds: Optional[torch.Tensor] = None,
+              position_ids: Optional[torch.LongTensor] = None,
+              encoder_hidden_states: Optional[torch.Tensor] = None,
+              encoder_attention_mask: Optional[torch.Tensor] = None,
+              past_key_values: Optional[Cache] = None,
+              output_attentions: bool = False,
+              output_hidden_states: bool = False) -> BaseModelOutputWithPast:
+    """Runs the stack.
+
+    Args:
+      input_ids: [batch, t].
+      attention_mask: [batch, s] 1 at tokens, 0 at padding, over the memory
+        of the self-attention (a causal stack: the cache's positions and the
+        new ones); None: an encoder masks input_ids == pad_token_id, a
+        causal stack masks nothing.
+      inputs_embeds: instead of input_ids.
+      position_ids: [batch, t] per-example positions (left padding); None:
+        the cache's length + arange(t).
+      encoder_hidden_states: the encoder output (a decoder).
+      encoder_attention_mask: [batch, s_enc] 1 at the encoder's tokens.
+      past_key_values: the cache when decoding.
+      output_attentions: return each layer's attention weights.
+      output_hidden_states: return each block's input and the output.
+
+    Returns:
+      BaseModelOutputWithPast (with cross_attentions as an attribute of the
+      attentions tuple's owner: see `MtfSynthesizerModel`).
+    """
+    config = self.config
+    if (input_ids is None) == (inputs_embeds is None):
+      raise ValueError("give exactly one of input_ids and inputs_embeds")
+    if inputs_embeds is None:
+      inputs_embeds = self.embed_tokens(input_ids)
+    b, t = inputs_embeds.shape[:2]
+    device = inputs_embeds.device
+    self_cache = past_key_values
+    if isinstance(past_key_values, EncoderDecoderCache):
+      self_cache = past_key_values.self_attention_cache
+    start = self_cache.get_seq_length() if self_cache is not None else 0
+    s = start + t
+    if self.has_tables and s > config.max_length:
+      raise ValueError(
+          "a sequence of length %d is longer than max_length %d, the size "
+          "of the synthesizing functions' position tables" % (
+              s, config.max_length))
+    causal = self.is_decoder
+    if attention_mask is None and not causal and input_ids is not None:
+      attention_mask = (input_ids != config.pad_token_id).long()
+    if attention_mask is not None and attention_mask.shape[-1] != s:
+      raise ValueError("attention_mask covers %d positions, the stack reads "
+                       "%d (the cache's and the new ones)" % (
+                           attention_mask.shape[-1], s))
+    positions = Positions(start, t, s)
+    if position_ids is not None:
+      if attention_mask is None:
+        raise ValueError("position_ids need an attention_mask")
+      memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+      positions = Positions(start, t, s, position_ids.long(), memory)
+    query = torch.arange(start, s, device=device)
+    memory_positions = torch.arange(s, device=device)
+    x = inputs_embeds
+    if hasattr(self, "embed_positions"):
+      rows = query[None] if position_ids is None else position_ids
+      x = x + self.embed_positions(rows)
+    x = self.dropout(x)
+
+    # The masks and the shared relative bias: once per stack.
+    relative = memory_positions[None, :] - query[:, None]
+    mask = None
+    if causal:
+      mask = torch.zeros(t, s, device=device).masked_fill(
+          relative > 0, MASKED)[None, None]
+    if attention_mask is not None:
+      padding = torch.where(attention_mask[:, None, None, :] > 0, 0.0,
+                            MASKED).to(device)
+      mask = padding if mask is None else mask + padding
+    buckets = None
+    shared_bias = None
+    relative_type = config.relative_attention_type
+    if relative_type is not None:
+      buckets = relative_position_bucket(
+          relative, not causal, config.relative_attention_num_buckets,
+          config.relative_attention_max_distance)
+    if relative_type == "bias_shared":
+      table = self.block[0].layer[0].SelfAttention.relative_attention_bias
+      shared_bias = self._relative_bias(table, buckets)
+      shared_bias = shared_bias if mask is None else shared_bias + mask
+    cross_bias = None
+    if encoder_hidden_states is not None:
+      if encoder_attention_mask is None:
+        encoder_attention_mask = torch.ones(
+            encoder_hidden_states.shape[:2], dtype=torch.long, device=device)
+      cross_bias = torch.where(encoder_attention_mask[:, None, None, :] > 0,
+                               0.0, MASKED)
+
+    hidden_states = () if output_hidden_states else None
+    attentions = () if output_attentions else None
+    cross_attentions = () if output_attentions and self.is_decoder else None
+    for block in self.block:
+      if output_hidden_states:
+        hidden_states += (x,)
+      if relative_type == "bias":
+        table = block.layer[0].SelfAttention.relative_attention_bias
+        bias = self._relative_bias(table, buckets)
+        bias = bias if mask is None else bias + mask
+      elif relative_type == "bias_shared":
+        bias = shared_bias
+      else:
+        bias = mask
+      x, self_weights, cross_weights = block(
+          x, bias, positions, encoder_hidden_states, cross_bias,
+          past_key_values, output_attentions)
+      if output_attentions:
+        attentions += (self_weights,)
+        if cross_attentions is not None:
+          cross_attentions += (cross_weights,)
+    x = self.dropout(self.final_layer_norm(x))
+    if output_hidden_states:
+      hidden_states += (x,)
+    out = BaseModelOutputWithPast(last_hidden_state=x,
+                                  past_key_values=past_key_values,
+                                  hidden_states=hidden_states,
+                                  attentions=attentions)
+    out.cross_attentions = cross_attentions
+    return out
+
+
+def _refuse(kwargs: Dict, model: str) -> None:
+  """Raises on an argument the model does not implement."""
+  ignored = {"return_dict", "cache_position", "num_items_in_batch",
+             "logits_to_keep"}
+  unknown = sorted(k for k, v in kwargs.items()
+                   if k not in ignored and v is not None)
+  if unknown:
+    raise TypeError("%s does not support %s" % (model, ", ".join(unknown)))
+
+
+class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
+  """The encoder-decoder without an output layer (T5Model's place)."""
+  _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight",
+                        "decoder.embed_tokens.weight": "shared.weight"}
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__(config)
+    if config.shared_embedding:
+      self.shared = nn.Embedding(config.vocab_size, config.d_model)
+      encoder_embedding = decoder_embedding = self.shared
+    else:
+      encoder_embedding = decoder_embedding = None
+      self._tied_weights_keys = {}
+    self.encoder = MtfSynthesizerStack(
+        config, False, config.encoder_synthesizers, config.num_layers,
+        encoder_embedding)
+    self.decoder = MtfSynthesizerStack(
+        config, True, config.decoder_synthesizers,
+        config.num_decoder_layers, decoder_embedding)
+    self.post_init()
+
+  def get_input_embeddings(self) -> nn.Embedding:
+    return self.shared if self.config.shared_embedding else (
+        self.encoder.embed_tokens)
+
+  def set_input_embeddings(self, value: nn.Embedding) -> None:
+    if self.config.shared_embedding:
+      self.shared = value
+      self.decoder.embed_tokens = value
+    self.encoder.embed_tokens = value
+
+  def get_encoder(self, modality=None):
+    del modality
+    return self.encoder
+
+  def forward(self,
+              input_ids: Optional[torch.LongTensor] = None,
+              attention_mask: Optional[torch.Tensor] = None,
+              decoder_input_ids: Optional[torch.LongTensor] = None,
+              decoder_attention_mask: Optional[torch.Tensor] = None,
+              encoder_outputs: Optional[Tuple] = None,
+              past_key_values: Optional[Cache] = None,
+              inputs_embeds: Optional[torch.Tensor] = None,
+              decoder_inputs_embeds: Optional[torch.Tensor] = None,
+              use_cache: Optional[bool] = None,
+              output_attentions: Optional[bool] = None,
+              output_hidden_states: Optional[bool] = None,
+              **kwargs) -> Seq2SeqModelOutput:
+    """Encodes (unless encoder_outputs are given) and decodes.
+
+    Args:
+      input_ids: the encoder inputs [batch, s].
+      attention_mask: 1 at input tokens, 0 at padding; default: ids != pad.
+      decoder_input_ids: [batch, t].
+      decoder_attention_mask: [batch, cache + t] 1 at the decoder's tokens
+        (padding at the end needs none: the decoder is causal).
+      encoder_outputs: the encoder's output, when already computed.
+      past_key_values: the decoding cache.
+      inputs_embeds: instead of input_ids.
+      decoder_inputs_embeds: instead of decoder_input_ids.
+      use_cache: keep and return a cache.
+      output_attentions: return the attention weights.
+      output_hidden_states: return the hidden states.
+      **kwargs: generation's bookkeeping; anything else raises.
+
+    Returns:
+      Seq2SeqModelOutput.
+    """
+    _refuse(kwargs, type(self).__name__)
+    config = self.config
+    output_attentions = bool(output_attentions if output_attentions
+                             is not None else config.output_attentions)
+    output_hidden_states = bool(
+        output_hidden_states if output_hidden_states is not None
+        else config.output_hidden_states)
+    if attention_mask is None and input_ids is not None:
+      attention_mask = (input_ids != config.pad_token_id).long()
+    if encoder_outputs is None:
+      encoder_outputs = self.encoder(
+          input_ids=input_ids, attention_mask=attention_mask,
+          inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+          output_hidden_states=output_hidden_states)
+    elif not isinstance(encoder_outputs, BaseModelOutput):
+      encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
+    memory = encoder_outputs.last_hidden_state
+    use_cache = config.use_cache if use_cache is None else use_cache
+    if use_cache and past_key_values is None:
+      past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    if not use_cache:
+      past_key_values = None
+    decoded = self.decoder(
+        input_ids=decoder_input_ids, attention_mask=decoder_attention_mask,
+        inputs_embeds=decoder_inputs_embeds, encoder_hidden_states=memory,
+        encoder_attention_mask=attention_mask,
+        past_key_values=past_key_values, output_attentions=output_attentions,
+        output_hidden_states=output_hidden_states)
+    return Seq2SeqModelOutput(
+        last_hidden_state=decoded.last_hidden_state,
+        past_key_values=past_key_values,
+        decoder_hidden_states=decoded.hidden_states,
+        decoder_attentions=decoded.attentions,
+        cross_attentions=decoded.cross_attentions,
+        encoder_last_hidden_state=memory,
+        encoder_hidden_states=getattr(encoder_outputs, "hidden_states", None),
+        encoder_attentions=getattr(encoder_outputs, "attentions", None))
+
+
+def mesh_loss(logits: torch.Tensor, labels: torch.Tensor,
+              z_loss: float) -> torch.Tensor:
+  """Cross entropy + z_loss * log(Z)^2, averaged over labels != -100.
+
+  mesh's loss (`softmax_cross_entropy_with_logits` with z_loss); mesh divides
+  the sum by batch x length, this by the tokens, as transformers' models do.
+
+  Args:
+    logits: [..., vocab].
+    labels: [...], -100 where ignored.
+    z_loss: the auxiliary loss's weight (0: plain cross entropy).
+
+  Returns:
+    A scalar.
+  """
+  logits = logits.float().reshape(-1, logits.shape[-1])
+  labels = labels.reshape(-1)
+  keep = labels != -100
+  if z_loss:
+    log_z = torch.logsumexp(logits, dim=-1)
+    picked = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+    per_token = log_z - picked + z_loss * log_z.square()
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
+  return nn.functional.cross_entropy(logits, labels, ignore_index=-100)
+
+
+class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
+                                             GenerationMixin):
+  """The encoder-decoder with its output layer (mesh's Bitransformer)."""
+  _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__(config)
+    self.model = MtfSynthesizerModel(config)
+    self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+    if not (config.tie_word_embeddings and config.shared_embedding):
+      self._tied_weights_keys = {}
+    self.post_init()
+
+  def get_input_embeddings(self) -> nn.Embedding:
+    return self.model.get_input_embeddings()
+
+  def set_input_embeddings(self, value: nn.Embedding) -> None:
+    self.model.set_input_embeddings(value)
+
+  def get_output_embeddings(self) -> nn.Linear:
+    return self.lm_head
+
+  def set_output_embeddings(self, value: nn.Linear) -> None:
+    self.lm_head = value
+
+  def get_encoder(self, modality=None):
+    del modality
+    return self.model.encoder
+
+  def get_decoder(self):
+    return self.model.decoder
+
+  def forward(self,
+              input_ids: Optional[torch.LongTensor] = None,
+              attention_mask: Optional[torch.Tensor] = None,
+              decoder_input_ids: Optional[torch.LongTensor] = None,
+              decoder_attention_mask: Optional[torch.Tensor] = None,
+              encoder_outputs: Optional[Tuple] = None,
+              past_key_values: Optional[Cache] = None,
+              inputs_embeds: Optional[torch.Tensor] = None,
+              decoder_inputs_embeds: Optional[torch.Tensor] = None,
+              labels: Optional[torch.LongTensor] = None,
+              use_cache: Optional[bool] = None,
+              output_attentions: Optional[bool] = None,
+              output_hidden_states: Optional[bool] = None,
+              **kwargs) -> Seq2SeqLMOutput:
+    """Logits of the decoder inputs (teacher forcing or a decoding step).
+
+    Args: as `MtfSynthesizerModel.forward`, and
+      labels: targets [batch, t] (-100: ignored); decoder_input_ids default
+        to them shifted right. The loss is `mesh_loss` (z_loss in training).
+
+    Returns:
+      Seq2SeqLMOutput.
+    """
+    if decoder_input_ids is None and decoder_inputs_embeds is None:
+      if labels is None:
+        raise ValueError("give decoder_input_ids or labels")
+      decoder_input_ids = self._shift_right(labels)
+    out = self.model(
+        input_ids=input_ids, attention_mask=attention_mask,
+        decoder_input_ids=decoder_input_ids,
+        decoder_attention_mask=decoder_attention_mask,
+        encoder_outputs=encoder_outputs, past_key_values=past_key_values,
+        inputs_embeds=inputs_embeds,
+        decoder_inputs_embeds=decoder_inputs_embeds, use_cache=use_cache,
+        output_attentions=output_attentions,
+        output_hidden_states=output_hidden_states, **kwargs)
+    hidden = out.last_hidden_state
+    if self.config.tie_word_embeddings:
+      hidden = hidden * self.config.d_model**-0.5
+    logits = self.lm_head(hidden)
+    loss = None
+    if labels is not None:
+      loss = mesh_loss(logits, labels,
+                       self.config.z_loss if self.training else 0.0)
+    return Seq2SeqLMOutput(
+        loss=loss, logits=logits, past_key_values=out.past_key_values,
+        decoder_hidden_states=out.decoder_hidden_states,
+        decoder_attentions=out.decoder_attentions,
+        cross_attentions=out.cross_attentions,
+        encoder_last_hidden_state=out.encoder_last_hidden_state,
+        encoder_hidden_states=out.encoder_hidden_states,
+        encoder_attentions=out.encoder_attentions)
+
+  def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
+    return self._shift_right(labels)
 
 
 class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                GenerationMixin):
   """A decoder-only language model (mesh's Unitransformer, model_type lm).
 
-  As in mesh, the sequence starts with id 0: give [0] + prompt ids.
+  One causal stack of `num_layers` blocks with `decoder_synthesizers`. As in
+  mesh, a sequence starts with id 0: give [0] + prompt ids. A left-padded
+  batch (attention_mask 0 at the padding) reads each example's tables from
+  its first token, so each row generates what it generates alone.
   """
+  _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__(config)
-    self.transformer = Stack(config, "transformer", True)
+    self.model = MtfSynthesizerStack(config, True,
+                                     config.decoder_synthesizers,
+                                     config.num_layers)
+    self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+    if not config.tie_word_embeddings:
+      self._tied_weights_keys = {}
     self.post_init()
+
+  def get_input_embeddings(self) -> nn.Embedding:
+    return self.model.embed_tokens
+
+  def set_input_embeddings(self, value: nn.Embedding) -> None:
+    self.model.embed_tokens = value
+
+  def get_output_embeddings(self) -> nn.Linear:
+    return self.lm_head
+
+  def set_output_embeddings(self, value: nn.Linear) -> None:
+    self.lm_head = value
+
+  def get_decoder(self):
+    return self.model
 
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
+              position_ids: Optional[torch.LongTensor] = None,
               past_key_values: Optional[Cache] = None,
+              inputs_embeds: Optional[torch.Tensor] = None,
               labels: Optional[torch.LongTensor] = None,
               use_cache: Optional[bool] = None,
+              output_attentions: Optional[bool] = None,
+              output_hidden_states: Optional[bool] = None,
               **kwargs) -> CausalLMOutputWithPast:
     """Logits of every position (or of the new ones, with a cache).
 
     Args:
       input_ids: [batch, t] (the new tokens, when decoding with a cache).
-      attention_mask: unused beyond causality (left padding is not
-        supported).
+      attention_mask: [batch, cache + t] 1 at tokens, 0 at padding (left
+        padding included).
+      position_ids: [batch, t] each token's position in its example; default
+        from attention_mask when it has padding, else the cache's length +
+        arange(t).
       past_key_values: the decoding cache.
+      inputs_embeds: instead of input_ids.
       labels: targets aligned with input_ids (shifted inside, as in
         transformers' causal LMs); -100 ignored.
       use_cache: keep and return a cache.
-      **kwargs: ignored.
+      output_attentions: return the attention weights.
+      output_hidden_states: return the hidden states.
+      **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
       CausalLMOutputWithPast.
     """
-    del attention_mask, kwargs
-    use_cache = self.config.use_cache if use_cache is None else use_cache
+    _refuse(kwargs, type(self).__name__)
+    config = self.config
+    use_cache = config.use_cache if use_cache is None else use_cache
     if use_cache and past_key_values is None:
       past_key_values = DynamicCache()
     if not use_cache:
       past_key_values = None
-    hidden = self.transformer(input_ids, cache=past_key_values)
-    logits = self.transformer.to_logits(hidden)
+    if position_ids is None and attention_mask is not None and bool(
+        (attention_mask == 0).any()):
+      positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+      t = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+      position_ids = positions[:, -t:]
+    out = self.model(
+        input_ids=input_ids, attention_mask=attention_mask,
+        inputs_embeds=inputs_embeds, position_ids=position_ids,
+        past_key_values=past_key_values,
+        output_attentions=bool(output_attentions),
+        output_hidden_states=bool(output_hidden_states))
+    hidden = out.last_hidden_state
+    if config.tie_word_embeddings:
+      hidden = hidden * config.d_model**-0.5
+    logits = self.lm_head(hidden)
     loss = None
     if labels is not None:
-      loss = nn.functional.cross_entropy(
-          logits[:, :-1].float().reshape(-1, logits.shape[-1]),
-          labels[:, 1:].reshape(-1), ignore_index=-100)
-    return CausalLMOutputWithPast(loss=loss, logits=logits,
-                                  past_key_values=past_key_values)
+      loss = mesh_loss(logits[:, :-1], labels[:, 1:],
+                       config.z_loss if self.training else 0.0)
+    return CausalLMOutputWithPast(
+        loss=loss, logits=logits, past_key_values=past_key_values,
+        hidden_states=out.hidden_states, attentions=out.attentions)
