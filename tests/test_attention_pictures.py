@@ -22,6 +22,8 @@ import tensorflow.compat.v1 as tf
 import conftest
 import lowering as lowering_lib
 from mtf_synthesizer import reference as ref
+from workbench import attention_layers as layers_lib
+from workbench import attention_maps as maps
 from workbench import pictures as ap
 
 # The tests on models trained through the stock CLI are marked slow
@@ -86,8 +88,8 @@ def _reference_softmax_rows(logits, causal):
 
 def test_finds_layers_and_mixture_order(synthetic):
   directory, _ = synthetic
-  layers = ap.find_attention_layers(
-      ap.load_variables(directory), open(directory +
+  layers = layers_lib.find_attention_layers(
+      layers_lib.load_variables(directory), open(directory +
                                          "/operative_config.gin").read())
   assert [(l.stack, l.block) for l in layers] == [
       ("encoder", 0), ("encoder", 1), ("decoder", 0), ("decoder", 1)]
@@ -98,7 +100,8 @@ def test_finds_layers_and_mixture_order(synthetic):
 
 def test_without_config_mixture_order_is_unknown(synthetic):
   directory, _ = synthetic
-  layers = ap.find_attention_layers(ap.load_variables(directory))
+  layers = layers_lib.find_attention_layers(
+      layers_lib.load_variables(directory))
   assert not layers[0].order_known
   assert layers[2].order_known  # a single function has no order
 
@@ -106,9 +109,9 @@ def test_without_config_mixture_order_is_unknown(synthetic):
 @pytest.mark.parametrize("length,causal", [(N, False), (5, True), (N, True)])
 def test_softmax_r_equals_loop_reference(synthetic, length, causal):
   directory, values = synthetic
-  variables = ap.load_variables(directory)
-  layers = ap.find_attention_layers(variables, CONFIG)
-  got = ap.synthetic_attention(variables, layers[1], length, causal)
+  variables = layers_lib.load_variables(directory)
+  layers = layers_lib.find_attention_layers(variables, CONFIG)
+  got = maps.synthetic_attention(variables, layers[1], length, causal)
   r = values[SCOPE % ("encoder", 1) + "/random/R"].astype(np.float32)
   assert got.shape == (H, length, length)
   for h in range(H):
@@ -124,9 +127,9 @@ def test_softmax_r_equals_loop_reference(synthetic, length, causal):
 
 def test_softmax_factorized_random_equals_loop_reference(synthetic):
   directory, values = synthetic
-  variables = ap.load_variables(directory)
-  layer = ap.find_attention_layers(variables, CONFIG)[3]
-  got = ap.synthetic_attention(variables, layer, 10, causal=True)
+  variables = layers_lib.load_variables(directory)
+  layer = layers_lib.find_attention_layers(variables, CONFIG)[3]
+  got = maps.synthetic_attention(variables, layer, 10, causal=True)
   r1 = values[SCOPE % ("decoder", 1) + "/factorized_random/R1"]
   r2 = values[SCOPE % ("decoder", 1) + "/factorized_random/R2"]
   for h in range(H):
@@ -139,16 +142,16 @@ def test_softmax_factorized_random_equals_loop_reference(synthetic):
 
 def test_mixture_weights_sum_to_one_in_config_order(synthetic):
   directory, values = synthetic
-  variables = ap.load_variables(directory)
-  layer = ap.find_attention_layers(variables, CONFIG)[0]
-  alpha = ap.mixture_weights(variables, layer)
+  variables = layers_lib.load_variables(directory)
+  layer = layers_lib.find_attention_layers(variables, CONFIG)[0]
+  alpha = maps.mixture_weights(variables, layer)
   w = values[SCOPE % ("encoder", 0) + "/mixture/alpha_logits"]
   for h in range(H):
     e = [math.exp(float(np.float32(w[c, h]))) for c in range(2)]
     np.testing.assert_allclose(alpha[:, h], np.array(e) / sum(e), rtol=1e-6)
   np.testing.assert_allclose(alpha.sum(0), 1.0, rtol=1e-12)
-  assert ap.mixture_weights(
-      variables, ap.find_attention_layers(variables, CONFIG)[2]) is None
+  assert maps.mixture_weights(
+      variables, layers_lib.find_attention_layers(variables, CONFIG)[2]) is None
 
 
 def test_relative_position_bucket_matches_mesh():
@@ -173,10 +176,10 @@ def test_relative_position_bucket_matches_mesh():
 
 def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):
   directory, _ = synthetic
-  variables = ap.load_variables(directory)
-  layers = ap.find_attention_layers(variables, CONFIG)
+  variables = layers_lib.load_variables(directory)
+  layers = layers_lib.find_attention_layers(variables, CONFIG)
   panels = [("p%d" % h, w, True) for h, w in enumerate(
-      ap.synthetic_attention(variables, layers[2], 12, True))]
+      maps.synthetic_attention(variables, layers[2], 12, True))]
   path = ap.plot_heatmaps(panels, str(tmp_path / "s.png"), "t", dpi=50)
   with Image.open(path) as image:
     image.verify()
@@ -184,7 +187,7 @@ def test_synthetic_pictures_are_valid_pngs(synthetic, tmp_path):
     assert image.format == "PNG"
     assert image.size == ap.heatmap_size(len(panels), dpi=50) == (675, 225)
     assert np.asarray(image.convert("L")).std() > 10  # not blank
-  alpha = ap.mixture_weights(variables, layers[0])
+  alpha = maps.mixture_weights(variables, layers[0])
   path = ap.plot_mixture_weights([("enc 0", ["V", "R"], alpha)],
                                  str(tmp_path / "m.png"), "t", dpi=50)
   with Image.open(path) as image:
@@ -217,7 +220,7 @@ def test_attention_softmaxes_finds_each_layers_weights():
       split = softmax_lib.softmax(x, dims[-1], extra_logit=0.0)  # mtf's ops
     with tf.variable_scope("encoder/block_000/layer_001/DenseReluDense"):
       mtf.softmax(x, dims[-1])  # not in an attention layer: ignored
-    found = ap._attention_softmaxes(graph)  # pylint: disable=protected-access
+    found = maps._attention_softmaxes(graph)  # pylint: disable=protected-access
   assert set(found) == {SCOPE % ("encoder", 0), SCOPE % ("decoder", 0)}
   assert found[SCOPE % ("encoder", 0)] is fused
   assert found[SCOPE % ("decoder", 0)] is split
@@ -227,7 +230,8 @@ def test_attention_softmaxes_finds_each_layers_weights():
 def trained(trained_models):
   """R+V and plain T5 models, trained once per session (conftest.py)."""
   out = {}
-  for name, key in (("RV", "random_vanilla"), ("vanilla", conftest.T5_VANILLA)):
+  for name, key in (("RV", "random_vanilla"),
+                    ("mesh", conftest.MESH_ATTENTION)):
     model_dir, proc = trained_models[key]
     assert proc.returncode == 0, proc.stderr[-3000:]
     out[name] = model_dir
@@ -235,18 +239,18 @@ def trained(trained_models):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["RV", "vanilla"])
+@pytest.mark.parametrize("name", ["RV", "mesh"])
 def test_first_layer_numpy_equals_mesh_forward_pass(trained, name):
   model_dir = trained[name]
-  variables = ap.load_variables(model_dir)
+  variables = layers_lib.load_variables(model_dir)
   with open(os.path.join(model_dir, "operative_config.gin")) as f:
-    layers = ap.find_attention_layers(variables, f.read())
+    layers = layers_lib.find_attention_layers(variables, f.read())
   kinds = {l.short_kind for l in layers}
   assert kinds == ({"R+V"} if name == "RV" else {"V (mesh)"})
-  ids = ap.encode_text("x = [3, 1, 2]; x.sort()")
-  real = ap.model_attention(model_dir, ids)
+  ids = maps.encode_text("x = [3, 1, 2]; x.sort()")
+  real = maps.model_attention(model_dir, ids)
   assert sorted(real) == sorted(l.scope for l in layers)  # no EncDec
-  numpy_first = ap.first_layer_attention(variables, layers, ids)
+  numpy_first = maps.first_layer_attention(variables, layers, ids)
   assert len(numpy_first) == 2
   for scope, weights in numpy_first.items():
     assert real[scope].shape == (2, len(ids), len(ids))
@@ -260,20 +264,20 @@ def test_first_layer_numpy_equals_mesh_forward_pass(trained, name):
 
 @pytest.mark.slow
 def test_draw_writes_every_picture(trained, tmp_path):
-  paths = ap.draw([("R+V", trained["RV"]), ("vanilla", trained["vanilla"])],
+  paths = ap.draw([("R+V", trained["RV"]), ("mesh", trained["mesh"])],
                   str(tmp_path), text="abc def", length=20, run_model=False,
                   dpi=40)
   names = sorted(os.path.basename(p) for p in paths)
-  assert names == ["histograms.png", "input_R_V.png", "input_vanilla.png",
+  assert names == ["histograms.png", "input_R_V.png", "input_mesh.png",
                    "mixture_R_V.png", "synthetic_R_V.png"]
   for path in paths:
     with Image.open(path) as image:
       assert image.format == "PNG"
   with Image.open(tmp_path / "synthetic_R_V.png") as image:  # 2 stacks x 2
     assert image.size == ap.heatmap_size(8, dpi=40)        # layers x 2 heads
-  with Image.open(tmp_path / "input_vanilla.png") as image:  # layer 0 only
+  with Image.open(tmp_path / "input_mesh.png") as image:  # layer 0 only
     assert image.size == ap.heatmap_size(4, dpi=40)
-  variables = ap.load_variables(trained["RV"])
-  for layer in ap.find_attention_layers(variables):
+  variables = layers_lib.load_variables(trained["RV"])
+  for layer in layers_lib.find_attention_layers(variables):
     np.testing.assert_allclose(
-        ap.mixture_weights(variables, layer).sum(0), 1.0, rtol=1e-12)
+        maps.mixture_weights(variables, layer).sum(0), 1.0, rtol=1e-12)

@@ -18,12 +18,13 @@ import pytest
 
 from mtf_synthesizer import attentions
 from workbench import benchmark_blocks
+from workbench import benchmark_memory
 from workbench import benchmark_report
 from workbench import benchmarking
 
 # mesh's SelfAttention, the reference ("V (mesh)"); "V" is the dot product
 # inside SynthesizerAttention.
-V = benchmarking.VANILLA
+V = benchmarking.REFERENCE
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                       "tools", "benchmark.py")
@@ -80,7 +81,7 @@ def test_quick_benchmark_writes_every_variant(tmp_path):
     if baseline.causal:
       assert block["results"][baseline.label]["decodes"], baseline.label
   assert block["results"][V]["time_ratio"] == 1.0
-  # The vanilla layer has the most parameters in the attention, R none of
+  # Mesh's layer has the most parameters in the attention, R none of
   # its q/k: a sanity check of the parameter count, not of speed.
   assert block["results"][V]["params"] == block["results"]["V"][
       "params"]
@@ -108,37 +109,38 @@ def test_baselines_that_cannot_be_causal_run_in_the_encoder_only_model():
 def test_memory_estimate_is_the_analytic_size():
   shape = benchmarking.ModelShape()
   run = benchmarking.RunShape(8192, 1)
-  v = benchmarking.estimate_memory(_variant(V), shape, run)
+  v = benchmark_memory.estimate_memory(_variant(V), shape, run)
   # V's attention logits: [batch 1, heads 8, 8192, 8192] float32.
   assert v.largest_bytes == 4 * 8 * 8192 * 8192 == 2 * GIB
   assert "[batch 1, heads 8, 8192, 8192] float32" in v.largest
   # R's tables are state ([heads, N, N] per layer, 2 layers).
-  r = benchmarking.estimate_memory(_variant("R"), shape, run)
+  r = benchmark_memory.estimate_memory(_variant("R"), shape, run)
   assert r.state_bytes == 2 * 4 * 8 * 8192 * 8192
   # FD (its factors' outer product) holds fewer logits-sized tensors than
   # V; the convolutions none.
-  fd = benchmarking.estimate_memory(_variant("FD"), shape, run)
+  fd = benchmark_memory.estimate_memory(_variant("FD"), shape, run)
   assert fd.step_bytes < v.step_bytes
-  conv = benchmarking.estimate_memory(_variant("LightConv"), shape, run)
+  conv = benchmark_memory.estimate_memory(_variant("LightConv"), shape, run)
   assert conv.largest_bytes < v.largest_bytes / 10
-  linformer = benchmarking.estimate_memory(_variant("Linformer"), shape, run)
+  linformer = benchmark_memory.estimate_memory(_variant("Linformer"), shape,
+                                               run)
   assert linformer.largest_bytes < v.largest_bytes / 10
 
 
 def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   shape = benchmarking.ModelShape()
   run = benchmarking.RunShape(8192, 1)
-  estimate = benchmarking.estimate_memory(_variant(V), shape, run)
-  reason = benchmarking.memory_skip_reason(estimate, budget=GIB)
+  estimate = benchmark_memory.estimate_memory(_variant(V), shape, run)
+  reason = benchmark_memory.memory_skip_reason(estimate, budget=GIB)
   assert "largest tensor" in reason and "2.0 GiB" in reason, reason
   assert "budget 1.0 GiB" in reason, reason
-  assert benchmarking.memory_skip_reason(estimate, budget=100 * GIB) is None
+  assert benchmark_memory.memory_skip_reason(estimate, budget=100 * GIB) is None
   total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  assert 0 < benchmarking.memory_budget_bytes(0.5) <= 0.5 * total
+  assert 0 < benchmark_memory.memory_budget_bytes(0.5) <= 0.5 * total
   # A scenario of the memory planner with known sizes (not a guarantee over
   # the variants): V, ours, the tables of R and Fix, D and FD, the release.
   names = [V, "V", "R", "Fix", "D", "FD", "release:random"]
-  estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
+  estimates = {n: benchmark_memory.estimate_memory(_variant(n), shape, run)
                for n in names}
   # A budget just above V's: the release's R (its tables beside a step as
   # large as V's) does not fit; the others fit alone but not beside V's
@@ -154,7 +156,7 @@ def test_guard_reports_a_model_that_does_not_fit_with_its_size():
   # for V and two of our steps and one table: first fit, the steps and
   # tables of a group counted in full.
   run = benchmarking.RunShape(2048, 1)
-  estimates = {n: benchmarking.estimate_memory(_variant(n), shape, run)
+  estimates = {n: benchmark_memory.estimate_memory(_variant(n), shape, run)
                for n in names}
   mib = 2 ** 20
   assert [estimates[n].step_bytes // mib for n in (V, "D")] == [1164, 908]
@@ -173,7 +175,7 @@ def test_models_timed_apart_run_in_their_own_process_with_ratios():
       # A scenario (not a guarantee over the variants): D fits beside V, R's
       # table does not.
       [V, "D", "R"], rounds=1, steps=1, decode=(1, 3), decode_rounds=1)
-  estimates = {n: benchmarking.estimate_memory(_variant(n), QUICK_SHAPE,
+  estimates = {n: benchmark_memory.estimate_memory(_variant(n), QUICK_SHAPE,
                                                block.run)
                for n in block.variants}
   # D fits beside V; R (its table) does not, but alone it does.

@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-r"""Pictures of the attention of trained Synthesizer and vanilla models.
+r"""Pictures of the attention of trained Synthesizer models and mesh's.
 
 Reads checkpoints written by the stock `t5_mesh_transformer` (a model_dir or
 a checkpoint path) and writes PNGs to --output_dir: the learned synthetic
@@ -10,12 +10,13 @@ attention softmax(R) / softmax(R1 R2^T) per layer and head
 mixture weights (mixture_<model>.png). With --layers=all (the default) the
 model is run by mesh on CPU and every layer is drawn; with --layers=first
 layer 0 of each stack is computed in NumPy from the checkpoint. See
-`workbench/pictures.py` and docs/analysis.md.
+`workbench/pictures.py` (with `attention_layers.py`, `attention_maps.py`)
+and docs/analysis.md.
 
 Usage:
 
   python tools/attention_pictures.py --output_dir=/tmp/pictures \
-      --model=R=runs/random --model=vanilla=runs/vanilla \
+      --model=R=runs/random --model=mesh=runs/t5_attention \
       [--text="..."] [--length=64] [--layers=all|first] [--no-causal]
 """
 

@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-r"""Speed and memory of every Synthesizer variant against vanilla attention.
+r"""Speed and memory of every Synthesizer variant against mesh's attention.
 
 Every variant and baseline of the attention table
 (`mtf_synthesizer/attentions.py`), mesh's own SelfAttention (the reference,
@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(
 import tensorflow.compat.v1 as tf
 
 from workbench import benchmark_blocks
+from workbench import benchmark_memory
 from workbench import benchmark_report
 from workbench import benchmarking
 from workbench import checkout
@@ -96,14 +97,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
   blocks = benchmark_blocks.plan(args.quick, lengths, not args.no_enc_dec,
                                  encoder=not args.no_encoder, long=args.long)
-  budget = benchmarking.memory_budget_bytes(args.memory_fraction)
+  budget = benchmark_memory.memory_budget_bytes(args.memory_fraction)
   blocks = [dataclasses.replace(b, optimizer=args.optimizer) for b in blocks]
   if args.no_reference:
     blocks = [b for b in blocks if not b.name.startswith("reference")]
   if args.variants:
     subset = args.variants.split(",")
     blocks = [dataclasses.replace(b, variants=[
-        v for v in b.variants if v in subset or v == benchmarking.VANILLA])
+        v for v in b.variants if v in subset or v == benchmarking.REFERENCE])
               for b in blocks]
   os.makedirs(args.output_dir, exist_ok=True)
   log = benchmark_blocks.Log()

@@ -5,9 +5,10 @@
 All models of one data shape (a `Block`) are built in this process (one graph
 and session each), then timed in interleaved rounds: each round runs K
 training steps of every model, in a rotated order, and each model's time is
-divided by the vanilla model's time of the same round. Reported ratios are
-the medians over rounds of these per-round ratios. `benchmarking` builds
-the models and says what is measured; `benchmark_report` writes the report.
+divided by the reference's (mesh's SelfAttention) time of the same round.
+Reported ratios are the medians over rounds of these per-round ratios.
+`benchmarking` builds the models and says what is measured;
+`benchmark_report` writes the report.
 """
 
 from concurrent import futures
@@ -19,9 +20,11 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
+from workbench import benchmark_memory
+from workbench import benchmark_trace
 from workbench import benchmarking
 
-V = benchmarking.VANILLA
+V = benchmarking.REFERENCE
 ModelShape = benchmarking.ModelShape
 RunShape = benchmarking.RunShape
 
@@ -157,7 +160,7 @@ def _first_message(e: Exception) -> str:
   return "%s: %s" % (type(e).__name__, message[0][:300] if message else "")
 
 
-def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
+def memory_groups(estimates: Dict[str, benchmark_memory.MemoryEstimate],
                   budget: int
                   ) -> Tuple[List[List[str]], List[str], Dict[str, str]]:
   """Splits a block's models into groups that fit in memory beside V.
@@ -181,7 +184,7 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
     skipped}).
   """
   ref = estimates[V]
-  reason = benchmarking.memory_skip_reason(ref, budget)
+  reason = benchmark_memory.memory_skip_reason(ref, budget)
   if reason:
     return [], [], {name: (reason if name == V else
                            "not run: the reference %s " % V + reason)
@@ -198,7 +201,7 @@ def memory_groups(estimates: Dict[str, benchmarking.MemoryEstimate],
     if name == V:
       continue
     if not fits([estimate]):
-      reason = benchmarking.memory_skip_reason(estimate, budget)
+      reason = benchmark_memory.memory_skip_reason(estimate, budget)
       if reason:
         skipped[name] = reason
       else:
@@ -339,10 +342,10 @@ def _run_phase(block: Block, names: Sequence[str], with_reference: bool,
     for name, model in models.items():
       trace = model.trace_train()
       entries[name].update(
-          peak_step_bytes=benchmarking.peak_step_bytes(trace),
-          top_ops=benchmarking.top_ops(trace),
-          traced_op_ms=benchmarking.traced_op_ms(trace),
-          top_allocations=benchmarking.top_allocations(trace))
+          peak_step_bytes=benchmark_trace.peak_step_bytes(trace),
+          top_ops=benchmark_trace.top_ops(trace),
+          traced_op_ms=benchmark_trace.traced_op_ms(trace),
+          top_allocations=benchmark_trace.top_allocations(trace))
   for model in models.values():
     model.close()
   return entries, times
@@ -408,7 +411,7 @@ def run_block(block: Block, peak_flops: float, log: Log,
 
   Models that cannot run in this block are not built and say why: a
   non-causal layer in a decoder-only LM, or a model whose estimated memory
-  (benchmarking.estimate_memory) exceeds the budget. The others are timed
+  (benchmark_memory.estimate_memory) exceeds the budget. The others are timed
   in groups that fit in memory beside V (memory_groups; one group unless R's
   tables are large), each in interleaved rounds with V; models that fit
   only without V are timed apart, one at a time ("timed_apart": their
@@ -423,7 +426,7 @@ def run_block(block: Block, peak_flops: float, log: Log,
     peak_flops: the machine's matmul FLOP/s, for MFU.
     log: prints a progress line.
     memory_budget: bytes the models may use; None for
-      benchmarking.memory_budget_bytes().
+      benchmark_memory.memory_budget_bytes().
     on_progress: called with the block's entry after each group and each
       model timed apart (so that a report can be written as it goes).
 
@@ -432,13 +435,13 @@ def run_block(block: Block, peak_flops: float, log: Log,
     numbers, its "error" or why it was "skipped".
   """
   if memory_budget is None:
-    memory_budget = benchmarking.memory_budget_bytes()
+    memory_budget = benchmark_memory.memory_budget_bytes()
   by_name = {v.name: v for v in benchmarking.all_variants()}
   results: Dict[str, Dict] = {}
   estimates = {}
   for name in [V] + [n for n in block.variants if n != V]:
     variant = by_name[name]
-    estimate = benchmarking.estimate_memory(variant, block.shape, block.run)
+    estimate = benchmark_memory.estimate_memory(variant, block.shape, block.run)
     results[name] = {"family": variant.family, "mode": variant.mode,
                      "memory_estimate": dataclasses.asdict(estimate)}
     reason = benchmarking.not_causal_reason(variant, block.shape)
@@ -534,9 +537,9 @@ def run_all(blocks: Sequence[Block], log: Log, memory_budget: int,
     (results by block name, matmul peaks in FLOP/s, the matmul's size).
   """
   matmul_size = 512 if quick else 2048
-  peaks = [benchmarking.matmul_peak_flops(matmul_size, threads=threads)]
+  peaks = [benchmark_trace.matmul_peak_flops(matmul_size, threads=threads)]
   log("matmul peak %.1f GFLOP/s; memory budget %s" % (
-      peaks[0] / 1e9, benchmarking.gib(memory_budget)))
+      peaks[0] / 1e9, benchmark_memory.gib(memory_budget)))
   results = {}
   for block in blocks:
     log("%s: %d models" % (block.name, len(block.variants)))
@@ -547,6 +550,6 @@ def run_all(blocks: Sequence[Block], log: Log, memory_budget: int,
 
     progress(run_block(block, peaks[0], log, memory_budget=memory_budget,
                        on_progress=progress))
-  peaks.append(benchmarking.matmul_peak_flops(matmul_size, threads=threads))
+  peaks.append(benchmark_trace.matmul_peak_flops(matmul_size, threads=threads))
   log("matmul peak at the end %.1f GFLOP/s" % (peaks[-1] / 1e9))
   return results, peaks, matmul_size

@@ -15,9 +15,10 @@ from typing import Dict, List, Optional
 
 import tensorflow.compat.v1 as tf
 
+from workbench import benchmark_memory
 from workbench import benchmarking
 
-V = benchmarking.VANILLA
+V = benchmarking.REFERENCE
 
 
 def _get(blocks: Dict, block_name: Optional[str], model: str, key: str):
@@ -226,7 +227,7 @@ def markdown(report: Dict) -> str:
         block_name, block["model"], block["tokens_per_step"],
         block["rounds"], block["steps_per_round"]), ""]
     groups = block.get("groups") or []
-    budget = benchmarking.gib(block.get("memory_budget_bytes", 0))
+    budget = benchmark_memory.gib(block.get("memory_budget_bytes", 0))
     if len(groups) > 1:
       lines += ["Timed in %d memory groups, each in rounds with V (memory "
                 "budget %s): %s." % (

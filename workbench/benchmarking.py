@@ -8,39 +8,24 @@ Every model is a mesh-tensorflow Transformer (a decoder-only LM, or a T5-style
 encoder-decoder) whose self-attention layers are one attention variant. Each
 model gets its own tf.Graph and tf.Session, built once; the timing loop then
 alternates between the models (rounds x models x K steps), so that all models
-see the same machine load and ratios to the vanilla model can be taken within
-one round.
+see the same machine load and ratios to the reference (mesh's SelfAttention,
+`REFERENCE`) can be taken within one round.
 
-What is measured, per model:
-  * training step time: forward + backward + Adafactor update (mesh's, or
-    the same update with fewer temporaries, `OPTIMIZERS`), one
-    `session.run` of the grouped update ops per step;
-  * incremental decoding time per token: greedy `sample_autoregressive`,
-    timed as the difference between two decodes of the same prompt that stop
-    after `short` and `long` steps (so the full-length "first_part" pass and
-    the session overhead cancel);
-  * peak memory of a training step: the largest sum of live tensor bytes
-    allocated by the step, reconstructed from the step's `RunMetadata`
-    (allocation and deallocation times of every tensor the step allocates;
-    variables, which exist before the step, are not counted);
-  * parameters: the sizes of the graph's trainable variables;
-  * FLOPs: 2 * M * N * K of every Einsum / MatMul / BatchMatMul op that the
-    training step executes in the lowered TF graph (forward, backward and the
-    update), counted from their static shapes; element-wise ops (softmax,
-    relu, the optimizer's arithmetic) are not counted.
-
-Before a model is built, `estimate_memory` computes from the shapes alone
-its largest tensor and an estimate of its memory (variables that grow with
-the length, and the training step's peak); `memory_skip_reason` says why a
-model would not fit a memory budget (`memory_budget_bytes`), so that the
-runner skips it with that figure instead of running out of memory.
+What is timed, per model: the training step (forward + backward + Adafactor
+update: mesh's, or the same update with fewer temporaries, `OPTIMIZERS`),
+one `session.run` of the grouped update ops per step; and incremental
+decoding per token (greedy `sample_autoregressive`, timed as the difference
+between two decodes of the same prompt that stop after `short` and `long`
+steps, so that the full-length "first_part" pass and the session overhead
+cancel). A model also states its parameters (the sizes of the graph's
+trainable variables) and its step's matmul FLOPs (`benchmark_trace`, which
+also reads a traced step's time and memory by op); `benchmark_memory`
+estimates its memory before it is built.
 """
 
 import dataclasses
-import os
-import re
 import time
-from typing import Dict, List, Optional, Sequence, Tuple, Type
+from typing import List, Optional, Type
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
@@ -51,6 +36,8 @@ import tensorflow.compat.v1 as tf
 from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import optimize
+from mtf_synthesizer import reference as ref
+from workbench import benchmark_trace
 from workbench import tiny_model
 
 ModelShape = tiny_model.ModelShape
@@ -72,7 +59,7 @@ class Candidate:
     mode: for the release's layer and our equivalent, the synthesize_mode.
     make_encoder_layer: an encoder-decoder's encoder self-attention (None:
       make_layer).
-    vanilla_decoder: an encoder-decoder's decoder keeps mesh's
+    mesh_decoder: an encoder-decoder's decoder keeps mesh's
       SelfAttention (False: make_layer).
     causal: the layer can serve a causal stack (a decoder-only LM). False
       (Linformer): the runner does not build it in one, and says why.
@@ -87,7 +74,7 @@ class Candidate:
   make_layer: tiny_model.LayerFactory
   mode: Optional[str] = None
   make_encoder_layer: Optional[tiny_model.LayerFactory] = None
-  vanilla_decoder: bool = False
+  mesh_decoder: bool = False
   causal: bool = True
   live_logits: float = 4.0
   memory_length: Optional[int] = None
@@ -118,9 +105,15 @@ def _release(mode: str) -> tiny_model.LayerFactory:
 # peaks measured at 4096 x 1 (V 3.8, our layer 1.0-2.8 with FD below V, the
 # release's layer 3.6-3.8 logits-sized tensors per layer, including the
 # small tensors).
-_LIVE_LOGITS_MESH = 4.0
-_LIVE_LOGITS_OURS = 3.0
-_TABLE_COMPONENTS = ("random", "fixed_random")
+LIVE_LOGITS_MESH = 4.0
+LIVE_LOGITS_OURS = 3.0
+# The baselines' memory, by their layer class (`Attention.layer`): the
+# convolutions have no logits; Linformer's memory axis is its k.
+_BASELINE_MEMORY = {
+    "DecodableLocalConvAttnBlock": dict(live_logits=0.0),
+    "WindowedSelfAttention": {},
+    "LinformerAttention": dict(memory_length=tiny_model.LINFORMER_K),
+}
 
 
 # The release's synthesize modes, each benchmarked beside our layer in the
@@ -128,7 +121,7 @@ _TABLE_COMPONENTS = ("random", "fixed_random")
 RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
                  "dense_plus", "dense_plus_alpha", "factorized")
 # Mesh's own SelfAttention (attentions.MESH_SELF_ATTENTION): the reference.
-VANILLA = attentions.MESH_SELF_ATTENTION.label  # the reference, "V (mesh)"
+REFERENCE = attentions.MESH_SELF_ATTENTION.label  # "V (mesh)"
 # The training step's optimizer, by the name the tool's --optimizer takes:
 # mesh's Adafactor (the stock CLI's default) or the same update with fewer
 # full-size temporaries (mtf_synthesizer/optimize.py).
@@ -169,13 +162,20 @@ def _table_variant(variant: attentions.Attention, fr_rank: int) -> Candidate:
   if not variant.components:
     return Candidate(table_name(variant), "mesh",
                    tiny_model.attention_layer(variant, fr_rank),
-                   live_logits=_LIVE_LOGITS_MESH)
+                   live_logits=LIVE_LOGITS_MESH)
   return Candidate(
       table_name(variant), "ours", tiny_model.attention_layer(
           variant, fr_rank),
-      live_logits=_LIVE_LOGITS_OURS,
-      position_tables=int(any(c in _TABLE_COMPONENTS
-                              for c in variant.components)))
+      live_logits=LIVE_LOGITS_OURS,
+      position_tables=sum(_position_tables(c) for c in variant.components))
+
+
+def _position_tables(function: str) -> int:
+  """How many [heads, N, N] variables a function holds (Table 1)."""
+  heads, n = 3, 7
+  shapes = ref.variable_shapes(function, d_model=5, num_heads=heads, d_kv=2,
+                               max_length=n)
+  return sum(shape == [heads, n, n] for shape in shapes.values())
 
 
 def baseline_variants() -> List[Candidate]:
@@ -193,36 +193,34 @@ def baseline_variants() -> List[Candidate]:
   """
   out = []
   for baseline in attentions.BASELINES:
-    layer = tiny_model.baseline_layer(baseline.name)
-    kwargs = {}
-    if baseline.name in ("lightweight_conv", "dynamic_conv"):
-      kwargs = dict(live_logits=0.0)
-    elif baseline.name == "linformer":
-      kwargs = dict(vanilla_decoder=True,
-                    memory_length=tiny_model.LINFORMER_K)
-    out.append(Candidate(baseline.label, "baseline", layer,
-                       causal=baseline.causal, **kwargs))
+    if baseline.layer not in _BASELINE_MEMORY:
+      raise ValueError("No memory model of %s's layer %r: add it to "
+                       "_BASELINE_MEMORY." % (baseline.name, baseline.layer))
+    out.append(Candidate(
+        baseline.label, "baseline", tiny_model.baseline_layer(baseline.name),
+        causal=baseline.causal, mesh_decoder=not baseline.causal,
+        **_BASELINE_MEMORY[baseline.layer]))
   return out
 
 
 def all_variants(fr_rank: int = 8) -> List[Candidate]:
-  """Returns every variant: vanilla, the table's, the release's, baselines.
+  """Returns every variant: mesh's, the table's, the release's, baselines.
 
   Args:
     fr_rank: k of Factorized Random (the paper's default is 8).
 
   Returns:
-    Variants; the first is mesh's vanilla SelfAttention (the reference).
+    Variants; the first is mesh's SelfAttention (the reference).
   """
   out = [_table_variant(v, fr_rank)
          for v in (attentions.MESH_SELF_ATTENTION,) + attentions.VARIANTS]
   for mode in RELEASE_MODES:
     out.append(Candidate("ours:" + mode, "ours", _ours_mode(mode), mode,
-                       live_logits=_LIVE_LOGITS_OURS,
+                       live_logits=LIVE_LOGITS_OURS,
                        position_tables=int("random" in mode)))
     # The release's plus modes size R for 512 positions whatever the length.
     out.append(Candidate("release:" + mode, "release", _release(mode), mode,
-                       live_logits=_LIVE_LOGITS_MESH,
+                       live_logits=LIVE_LOGITS_MESH,
                        position_tables=int(mode == "random")))
   return out + baseline_variants()
 
@@ -263,7 +261,7 @@ def build_transformer(variant: Candidate, shape: ModelShape, run: RunShape):
       make_encoder_attention=variant.make_encoder_layer,
       make_decoder_attention=(
           tiny_model.attention_layer(attentions.MESH_SELF_ATTENTION)
-          if variant.vanilla_decoder else None))
+          if variant.mesh_decoder else None))
 
 
 def is_causal_lm(shape: ModelShape) -> bool:
@@ -287,263 +285,6 @@ def not_causal_reason(variant: Candidate, shape: ModelShape) -> Optional[str]:
   return ("not causal: its length projection mixes future positions into "
           "every key, so it cannot serve a decoder-only LM or decode; timed "
           "in the encoder-only and encoder-decoder (encoder) blocks")
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryEstimate:
-  """A model's memory, computed from its shapes before it is built.
-
-  Attributes:
-    largest: the largest tensor, e.g. "attention logits [batch 1, heads 8,
-      8192, 8192] float32".
-    largest_bytes: its size.
-    state_bytes: the variables that grow with the length (R's tables), which
-      stay allocated while the model is built.
-    step_bytes: the training step's peak: the live logits-sized tensors of
-      every attention layer (Candidate.live_logits) plus the per-token
-      activations.
-  """
-  largest: str
-  largest_bytes: int
-  state_bytes: int
-  step_bytes: int
-
-  @property
-  def total_bytes(self) -> int:
-    """state_bytes + step_bytes: what the model needs while it steps."""
-    return self.state_bytes + self.step_bytes
-
-
-_FLOAT32 = 4
-
-
-def _attention_stacks(variant: Candidate, shape: ModelShape, run: RunShape
-                     ) -> List[Tuple[str, int, int, int, float, int]]:
-  """(what, layers, queries, memory, live logits, tables) of each stack."""
-  length = run.length
-  target = run.target_length or run.length
-  ours = ("attention logits", variant.memory_length, variant.live_logits,
-          variant.position_tables)
-  vanilla = ("attention logits", None, _LIVE_LOGITS_MESH, 0)
-
-  def stack(kind, layers, queries, memory=None):
-    what, own_memory, live, tables = kind
-    return (what, layers, queries, memory or own_memory or queries, live,
-            tables)
-
-  if not shape.encoder_layers:
-    return [stack(ours, shape.num_layers, length)]
-  return [
-      stack(ours, shape.encoder_layers, length),
-      stack(vanilla if variant.vanilla_decoder else ours, shape.num_layers,
-            target),
-      stack(("encoder-decoder attention logits", None, _LIVE_LOGITS_MESH, 0),
-            shape.num_layers, target, length)]
-
-
-def estimate_memory(variant: Candidate, shape: ModelShape,
-                    run: RunShape) -> MemoryEstimate:
-  """A model's largest tensor and memory, from its shapes (nothing is built).
-
-  Every attention layer with logits holds Candidate.live_logits float32
-  tensors of [batch, heads, queries, memory] at the step's peak; R's tables
-  ([heads, N, N] per layer, N the longest sequence) are state. The
-  per-token activations (feed-forward, projections, the softmax over the
-  vocabulary) are added as 8 float32 tensors of [batch, length, d_model],
-  2 of [batch, length, d_ff] and 3 of [batch, length, vocab] per layer.
-
-  Args:
-    variant: the attention variant.
-    shape: the model.
-    run: the data shape.
-
-  Returns:
-    A MemoryEstimate.
-  """
-  batch, heads = run.batch, shape.num_heads
-  n = max(run.length, run.target_length or 0)
-  candidates = []
-  state = step = 0
-  for what, layers, queries, memory, live, tables in _attention_stacks(
-      variant, shape, run):
-    logits = _FLOAT32 * batch * heads * queries * memory
-    if live:
-      candidates.append((logits, "%s [batch %d, heads %d, %d, %d] float32" % (
-          what, batch, heads, queries, memory)))
-      step += int(live * layers * logits)
-    if tables:
-      table = _FLOAT32 * heads * n * n
-      candidates.append((table, "R [heads %d, %d, %d] float32" % (
-          heads, n, n)))
-      state += tables * layers * table
-    per_token = _FLOAT32 * batch * queries * (
-        8 * shape.d_model + 2 * shape.d_ff + 3 * shape.vocab)
-    step += layers * per_token
-    widest = max(shape.d_ff, shape.vocab)
-    candidates.append((_FLOAT32 * batch * queries * widest,
-                       "activations [batch %d, %d, %d] float32" % (
-                           batch, queries, widest)))
-  size, largest = max(candidates)
-  return MemoryEstimate(largest=largest, largest_bytes=size,
-                        state_bytes=state, step_bytes=step)
-
-
-def available_memory_bytes() -> int:
-  """Memory available for new allocations now (MemAvailable, else free)."""
-  try:
-    with open("/proc/meminfo") as f:
-      for line in f:
-        if line.startswith("MemAvailable:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-
-
-def memory_budget_bytes(fraction: float = 0.75) -> int:
-  """A fraction of this machine's RAM, at most the memory available now.
-
-  Other processes on a shared machine hold memory too: the budget is the
-  smaller of `fraction` of the physical memory (os.sysconf) and what is
-  available when it is called (the start of the run).
-
-  Args:
-    fraction: of the total RAM, in (0, 1].
-
-  Returns:
-    Bytes.
-  """
-  total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  return int(min(fraction * total, available_memory_bytes()))
-
-
-def gib(size: float) -> str:
-  """Bytes as "1.5 GiB" (or MiB below one GiB)."""
-  if size >= 2 ** 30:
-    return "%.1f GiB" % (size / 2.0 ** 30)
-  return "%.0f MiB" % (size / 2.0 ** 20)
-
-
-def memory_skip_reason(estimate: MemoryEstimate, budget: int,
-                       resident: int = 0) -> Optional[str]:
-  """Why a model would not fit the memory budget, or None if it fits.
-
-  Args:
-    estimate: the model's, from estimate_memory.
-    budget: bytes the benchmark may use (memory_budget_bytes).
-    resident: bytes that stay allocated beside it (the reference model's
-      state).
-
-  Returns:
-    A sentence with the analytic sizes, or None.
-  """
-  need = estimate.total_bytes + resident
-  if need <= budget:
-    return None
-  return ("would not fit in memory: largest tensor %s = %s; estimated %s "
-          "(step peak %s + length-dependent variables %s%s) > budget %s" % (
-              estimate.largest, gib(estimate.largest_bytes), gib(need),
-              gib(estimate.step_bytes), gib(estimate.state_bytes),
-              " + the reference's %s" % gib(resident) if resident else "",
-              gib(budget)))
-
-
-def _einsum_flops(op: tf.Operation) -> int:
-  """2*M*N*K of an Einsum/MatMul op from static shapes (1x if no sum)."""
-  if op.type == "Einsum":
-    equation = op.get_attr("equation").decode()
-    inputs, _ = equation.split("->")
-    sizes = {}
-    for spec, tensor in zip(inputs.split(","), op.inputs):
-      dims = tensor.shape.as_list()
-      if "." in spec or len(spec) != len(dims):
-        return 0
-      for letter, size in zip(spec, dims):
-        sizes[letter] = size
-    output = equation.split("->")[1]
-    summed = set(sizes) - set(output)
-    total = int(np.prod([sizes[k] for k in sizes], dtype=np.float64))
-    return total * (2 if summed else 1)
-  if op.type in ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"):
-    a, b = op.inputs[0].shape.as_list(), op.outputs[0].shape.as_list()
-    ta = op.get_attr("transpose_a") if op.type == "MatMul" else (
-        op.get_attr("adj_x"))
-    k = a[-2] if ta else a[-1]
-    return 2 * int(np.prod(b, dtype=np.float64)) * k
-  return 0
-
-
-def _ancestors(fetches: Sequence[tf.Operation]) -> List[tf.Operation]:
-  seen, stack = set(), list(fetches)
-  while stack:
-    op = stack.pop()
-    if op in seen:
-      continue
-    seen.add(op)
-    stack.extend(t.op for t in op.inputs)
-    stack.extend(op.control_inputs)
-  return list(seen)
-
-
-def step_flops(train_op: tf.Operation) -> int:
-  """Matmul FLOPs of one training step (see the module docstring)."""
-  return sum(_einsum_flops(op) for op in _ancestors([train_op]))
-
-
-def peak_step_bytes(run_metadata: tf.RunMetadata) -> int:
-  """Peak of the bytes allocated and still live during one traced step.
-
-  Each node's memory records list the allocations and deallocations (time,
-  signed bytes) of the tensors it allocated. Sorting all of them by time and
-  taking the running sum gives the live bytes of the step's own tensors over
-  time; its maximum is the step's peak. Memory that exists before the step
-  (variables, optimizer slots) is not included: see `variable_bytes`.
-
-  Args:
-    run_metadata: from a `session.run` with FULL_TRACE.
-
-  Returns:
-    Bytes (0 when the trace has no allocation records).
-  """
-  events = []
-  for dev in run_metadata.step_stats.dev_stats:
-    for node in dev.node_stats:
-      for mem in node.memory:
-        for record in mem.allocation_records:
-          events.append((record.alloc_micros, record.alloc_bytes))
-  # Frees before allocations at equal times, so a peak is not overstated.
-  events.sort(key=lambda e: (e[0], e[1]))
-  live = peak = 0
-  for _, delta in events:
-    live += delta
-    peak = max(peak, live)
-  return peak
-
-
-def top_allocations(run_metadata: tf.RunMetadata, n: int = 8) -> List[Dict]:
-  """The nodes that allocated the most bytes in a traced step."""
-  totals = {}
-  for dev in run_metadata.step_stats.dev_stats:
-    for node in dev.node_stats:
-      size = sum(m.total_bytes for m in node.memory)
-      if size:
-        key = _op_key(node)
-        mb, count = totals.get(key, (0.0, 0))
-        totals[key] = (mb + size / 2.0 ** 20, count + 1)
-  rows = [{"op": k, "MiB": round(v[0], 1), "count": v[1]}
-          for k, v in totals.items()]
-  rows.sort(key=lambda r: -r["MiB"])
-  return rows[:n]
-
-
-def _op_key(node) -> str:
-  """A node's TF op type and its mtf op path, without layer/slice numbers."""
-  match = re.search(r"= (\w+)\(", node.timeline_label or "")
-  kind = match.group(1) if match else "?"
-  name = re.sub(r"/parallel_\d+", "", node.node_name)
-  name = re.sub(r"_\d+(?=/|$)", "", name)
-  name = re.sub(r"^model/(en|de)coder/+", "", name)
-  return "%s %s" % (kind, name)
 
 
 @dataclasses.dataclass
@@ -579,11 +320,6 @@ class BuiltModel:
 
   def close(self):
     self.session.close()
-
-
-def session_config(threads: int) -> tf.ConfigProto:
-  return tf.ConfigProto(intra_op_parallelism_threads=threads,
-                        inter_op_parallelism_threads=threads)
 
 
 def build_model(variant: Candidate, shape: ModelShape, run: RunShape, *,
@@ -667,12 +403,13 @@ def build_model(variant: Candidate, shape: ModelShape, run: RunShape, *,
     decode_op = (lowering.export_to_tf_tensor(decoded)
                  if decoded is not None else None)
     num_params = sum(v.shape.size for v in variables)
-    flops = step_flops(train_op)
+    flops = benchmark_trace.step_flops(train_op)
     # Variables and optimizer slots, alive between steps.
     state_bytes = sum(v.shape.num_elements() * v.dtype.base_dtype.size
                       for v in tf.global_variables())
     init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
-    session = tf.Session(graph=tf_graph, config=session_config(threads))
+    session = tf.Session(graph=tf_graph,
+                         config=benchmark_trace.session_config(threads))
     session.run(init)
     session.run(lowering.copy_masters_to_slices())
     tf_graph.finalize()
@@ -680,58 +417,3 @@ def build_model(variant: Candidate, shape: ModelShape, run: RunShape, *,
                     decode_op=decode_op, max_steps=max_steps,
                     num_params=num_params, flops=flops,
                     state_bytes=state_bytes)
-
-
-def matmul_peak_flops(size: int = 2048, steps: int = 5,
-                      threads: int = 2) -> float:
-  """FLOP/s of a float32 [size, size] x [size, size] matmul in TF."""
-  graph = tf.Graph()
-  with graph.as_default():
-    a = tf.Variable(tf.random.normal([size, size]))
-    b = tf.Variable(tf.random.normal([size, size]))
-    # A chain of dependent matmuls in one run amortises the call overhead.
-    c = a
-    for _ in range(steps):
-      c = tf.matmul(c, b) * (1.0 / size)
-    out = tf.reduce_sum(c)
-    with tf.Session(graph=graph, config=session_config(threads)) as sess:
-      sess.run(tf.global_variables_initializer())
-      sess.run(out)
-      best = float("inf")
-      for _ in range(3):
-        start = time.perf_counter()
-        sess.run(out)
-        best = min(best, time.perf_counter() - start)
-  return 2.0 * size ** 3 * steps / best
-
-
-def top_ops(run_metadata: tf.RunMetadata, n: int = 12) -> List[Dict]:
-  """The ops that took the most time in a traced step.
-
-  Nodes are grouped by TF op type and lowered name (mtf op path with layer
-  and slice numbers removed), so both layers' copies of an op add up.
-
-  Args:
-    run_metadata: from a FULL_TRACE run.
-    n: how many to return.
-
-  Returns:
-    [{"op": ..., "ms": ..., "count": ...}] sorted by time, descending.
-  """
-  totals = {}
-  for dev in run_metadata.step_stats.dev_stats:
-    for node in dev.node_stats:
-      key = _op_key(node)
-      ms_, count = totals.get(key, (0.0, 0))
-      totals[key] = (ms_ + node.op_end_rel_micros / 1000.0, count + 1)
-  rows = [{"op": k, "ms": round(v[0], 2), "count": v[1]}
-          for k, v in totals.items()]
-  rows.sort(key=lambda r: -r["ms"])
-  return rows[:n]
-
-
-def traced_op_ms(run_metadata: tf.RunMetadata) -> float:
-  """The time of all ops of a traced step, summed over nodes (ms)."""
-  return sum(node.op_end_rel_micros / 1000.0
-             for dev in run_metadata.step_stats.dev_stats
-             for node in dev.node_stats)

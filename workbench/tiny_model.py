@@ -268,10 +268,10 @@ def attention_layer(variant: attentions.Attention,
     if not variant.components:
       return transformer_layers.SelfAttention(num_heads=shape.num_heads,
                                               key_value_size=shape.d_kv)
-    functions = [synthesizers.FactorizedRandom(k=fr_rank)
-                 if name == "factorized_random"
-                 else synthesizers.BY_NAME[name]()
-                 for name in variant.components]
+    classes = [synthesizers.BY_NAME[name] for name in variant.components]
+    functions = [cls(k=fr_rank)
+                 if issubclass(cls, synthesizers.FactorizedRandom) else cls()
+                 for cls in classes]
     return layer_lib.SynthesizerAttention(
         synthesizers=functions, max_length=max_length,
         num_heads=shape.num_heads, key_value_size=shape.d_kv)
@@ -286,40 +286,61 @@ LOCAL_RADIUS = 128
 LINFORMER_K = 32
 
 
+def _conv(baseline: attentions.Attention) -> LayerFactory:
+  def make(max_length: int, shape: ModelShape):
+    del max_length
+    return local_conv.DecodableLocalConvAttnBlock(
+        kernel_width=CONV_KERNEL_WIDTH, output_size=shape.d_model,
+        attention_type=baseline.name)
+  return make
+
+
+def _local(baseline: attentions.Attention) -> LayerFactory:
+  del baseline
+  def make(max_length: int, shape: ModelShape):
+    del max_length
+    return local_attention.WindowedSelfAttention(
+        radius=LOCAL_RADIUS, num_heads=shape.num_heads,
+        key_value_size=shape.d_kv)
+  return make
+
+
+def _linformer(baseline: attentions.Attention) -> LayerFactory:
+  del baseline
+  def make(max_length: int, shape: ModelShape):
+    return linformer.LinformerAttention(
+        k=LINFORMER_K, max_length=max_length, num_heads=shape.num_heads,
+        key_value_size=shape.d_kv)
+  return make
+
+
+# The baselines' layers by their class name (`Attention.layer` in the
+# table): the convolutions' row name is their `attention_type`.
+BASELINE_LAYERS: Dict[str, Callable[[attentions.Attention], LayerFactory]] = {
+    "DecodableLocalConvAttnBlock": _conv,
+    "WindowedSelfAttention": _local,
+    "LinformerAttention": _linformer,
+}
+
+
 def baseline_layer(name: str) -> LayerFactory:
   """The self-attention replacement of a baseline (its gin file's layer).
 
   Args:
-    name: "lightweight_conv", "dynamic_conv", "local_attention" or
-      "linformer" (`mtf_synthesizer.attentions.BASELINE_NAMES`).
+    name: a baseline of the table (`mtf_synthesizer.attentions.BASELINES`).
 
   Returns:
     A LayerFactory.
 
   Raises:
-    ValueError: for an unknown name.
+    ValueError: for an unknown baseline, or one whose layer class has no
+      entry in BASELINE_LAYERS.
   """
-  if name in ("lightweight_conv", "dynamic_conv"):
-    def make_conv(max_length: int, shape: ModelShape):
-      del max_length
-      return local_conv.DecodableLocalConvAttnBlock(
-          kernel_width=CONV_KERNEL_WIDTH, output_size=shape.d_model,
-          attention_type=name)
-    return make_conv
-  if name == "local_attention":
-    def make_local(max_length: int, shape: ModelShape):
-      del max_length
-      return local_attention.WindowedSelfAttention(
-          radius=LOCAL_RADIUS, num_heads=shape.num_heads,
-          key_value_size=shape.d_kv)
-    return make_local
-  if name == "linformer":
-    def make_linformer(max_length: int, shape: ModelShape):
-      return linformer.LinformerAttention(
-          k=LINFORMER_K, max_length=max_length, num_heads=shape.num_heads,
-          key_value_size=shape.d_kv)
-    return make_linformer
-  raise ValueError("Unknown baseline layer %r." % (name,))
+  baseline = attentions.get(name, attentions.Kind.BASELINE)
+  if baseline.layer not in BASELINE_LAYERS:
+    raise ValueError("No tiny model of %s's layer %r: add it to "
+                     "BASELINE_LAYERS." % (name, baseline.layer))
+  return BASELINE_LAYERS[baseline.layer](baseline)
 
 
 def _layer_stack(layers: Sequence[transformer.TransformerLayer]):
