@@ -134,7 +134,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
           "SynthesizerAttention cannot honour these SelfAttention settings "
           "(bound in gin for SelfAttention, which it inherits): %s. Unbind "
           "them for SynthesizerAttention, or keep mesh's SelfAttention in "
-          "that stack (synthesizer/keep_*_vanilla.gin)." % "; ".join(problems))
+          "that stack (synthesizer/keep_*_self_attention.gin)." % "; ".join(problems))
     if (self.relative_attention_type == "contextual" and
         not self.synthesizer.needs_queries):
       raise ValueError(

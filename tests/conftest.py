@@ -80,7 +80,8 @@ def pytest_collection_modifyitems(items):
 
 
 VARIANTS = attentions.VARIANT_NAMES
-T5_VANILLA = attentions.MESH_SELF_ATTENTION.name  # no variant file
+MESH_ATTENTION = attentions.MESH_SELF_ATTENTION.name  # no variant file
+T5_VANILLA = MESH_ATTENTION  # its former name here
 
 
 def covering_variants(functions: Sequence[str]) -> List[str]:
@@ -195,7 +196,7 @@ def trained_models(tmp_path_factory):
     return {f.name: getattr(result, f.name)
             for f in dataclasses.fields(result) if not f.name.startswith("_")}
 
-  results = run_once_across_workers(root, VARIANTS + (T5_VANILLA,), train)
+  results = run_once_across_workers(root, VARIANTS + (MESH_ATTENTION,), train)
   return {name: (str(root / name), runner.Result(**fields))
           for name, fields in results.items()}
 

@@ -599,7 +599,7 @@ PICTURES = {"--output_dir=runs/attention_pictures/png": "--output_dir={out}",
             "R=runs/attention_pictures/random": "R={random}",
             "R+V=runs/attention_pictures/random_vanilla":
                 "R+V={random_vanilla}",
-            "vanilla=runs/attention_pictures/vanilla": "vanilla={vanilla}"}
+            "mesh=runs/attention_pictures/t5_attention": "mesh={mesh}"}
 # `make demo` in its shortest form: one variant, one step, one batch.
 DEMO_FLAGS = ["--variants=random", "--train_steps=1", "--eval_steps=1"]
 INPUTS = ["A class definition defines a class object.",
@@ -615,7 +615,7 @@ def ran(trained_models, tmp_path_factory):
   """Runs the documents' offline commands, two at a time."""
   root = tmp_path_factory.mktemp("docs")
   models = {name: trained_models[name][0]
-            for name in ("random", "random_vanilla", conftest.T5_VANILLA)}
+            for name in ("random", "random_vanilla", conftest.MESH_ATTENTION)}
   for name in models:
     result = trained_models[name][1]
     assert result.returncode == 0, result.stderr[-3000:]
@@ -646,7 +646,7 @@ def ran(trained_models, tmp_path_factory):
     return _python_block(
         block, README_API,
         {"TPU": None, "MODEL_DIR": str(cwd / "sst2_rv"),
-         "PRETRAINED_MODEL_DIR": models[conftest.T5_VANILLA],
+         "PRETRAINED_MODEL_DIR": models[conftest.MESH_ATTENTION],
          "EXPORT_DIR": str(cwd / "export")},
         "\nprint('RESULT ' + __import__('json').dumps("
         "{'scores': [float(s) for s in scores], 'targets': targets}))\n",
@@ -668,7 +668,7 @@ def ran(trained_models, tmp_path_factory):
     argv = command.substituted(_formatted(
         PICTURES, out=str(root / "png"), random=models["random"],
         random_vanilla=models["random_vanilla"],
-        vanilla=models[conftest.T5_VANILLA]))
+        mesh=models[conftest.MESH_ATTENTION]))
     return _run([sys.executable] + argv[1:], command.full_env())
 
   def demo():

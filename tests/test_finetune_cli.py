@@ -39,7 +39,7 @@ NO_DECAY = "learning_rate_schedule_noam.linear_decay_fraction = 0.0"
 def pretrained(trained_models):
   """A plain T5 (mesh SelfAttention) model and an R model."""
   out = {}
-  for name, key in (("vanilla", conftest.T5_VANILLA), ("random", "random")):
+  for name, key in (("t5", conftest.MESH_ATTENTION), ("random", "random")):
     model_dir, proc = trained_models[key]
     assert proc.returncode == 0, proc.stderr[-3000:]
     out[name] = model_dir
@@ -77,7 +77,7 @@ def _assert_restored_everything(proc, init, model_dir):
 
 def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
   model_dir = str(tmp_path / "rv")
-  init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
+  init = os.path.join(pretrained["t5"], "model.ckpt-%d" % STEPS)
   proc = runner.run(commands.local_train(
       model_dir, "random_vanilla", steps=STEPS + 1, gin_files=[INIT],
       gin_params=["utils.run.init_checkpoint = '%s'" % init, NO_DECAY]),
@@ -86,7 +86,7 @@ def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
   # The first checkpoint is written before the first step (global_step is
   # restored: STEPS), so it holds the initial values.
   start = _values(model_dir, STEPS)
-  source = _values(pretrained["vanilla"], STEPS)
+  source = _values(pretrained["t5"], STEPS)
   for name in ("q", "k", "v", "o", "relative_attention_bias"):
     np.testing.assert_array_equal(
         start[ATTN + "SynthesizerAttention/" + name],
@@ -126,7 +126,7 @@ def _without(init, names, path):
 
 
 def test_missing_mapped_names_fail_with_their_names(pretrained, tmp_path):
-  init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
+  init = os.path.join(pretrained["t5"], "model.ckpt-%d" % STEPS)
   names = tf.train.load_checkpoint(init).get_variable_to_shape_map()
   slot = sorted(n for n in names
                 if n.startswith(ATTN + "SelfAttention/q_slot_"))[0]
@@ -222,8 +222,8 @@ def test_bfloat16_checkpoint_into_a_float32_run(pretrained, tmp_path):
   float32 run (as a released float32 checkpoint into a bfloat16 run, the
   other way round) restores them cast, and prints the summary after."""
   model_dir = str(tmp_path / "rv_float32")
-  init = os.path.join(pretrained["vanilla"], "model.ckpt-%d" % STEPS)
-  source = _values(pretrained["vanilla"], STEPS)
+  init = os.path.join(pretrained["t5"], "model.ckpt-%d" % STEPS)
+  source = _values(pretrained["t5"], STEPS)
   stored = {n: v.dtype for n, v in source.items()}
   assert any(d == tf.bfloat16.as_numpy_dtype for d in stored.values())
   proc = runner.run(commands.local_train(

@@ -76,7 +76,7 @@ SCRIPT = textwrap.dedent("""\
 
 @pytest.fixture(scope="module")
 def example(trained_models, tmp_path_factory):
-  pretrained, trained = trained_models[conftest.T5_VANILLA]
+  pretrained, trained = trained_models[conftest.MESH_ATTENTION]
   assert trained.returncode == 0, trained.stderr[-3000:]
   out = str(tmp_path_factory.mktemp("python_api"))
   proc = subprocess.run(
