@@ -40,6 +40,7 @@ import tensorflow.compat.v1 as tf
 import mtf_synthesizer  # pylint: disable=unused-import  (gin configurables)
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer import torch_names
 
 MODEL_CODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               "hf_model")
@@ -174,30 +175,142 @@ def _stack_spec(unitransformer: transformer.Unitransformer,
   }
 
 
-def parameter_name(mesh_name: str) -> Optional[str]:
-  """The PyTorch parameter of a checkpoint variable (None: not exported).
+def _one(values: Dict[str, Any], what: str) -> Any:
+  """The one value a setting has across the model's layers."""
+  distinct = {json.dumps(v, sort_keys=True) for v in values.values()}
+  if len(distinct) > 1:
+    raise ExportError("the PyTorch model needs one %s for all layers; this "
+                      "model has %s" % (what, values))
+  return next(iter(values.values())) if values else None
 
-  encoder/block_001/layer_000/SynthesizerAttention/random/R becomes
-  encoder.block.1.layer.0.SynthesizerAttention.random.R; the norms'
-  "scale" and the kernels' "kernel" leaves are dropped; T5.1.0's layer_norm
-  and final_layer_norm names are read as rms_norm.
+
+_FEED_FORWARD = {("relu",): "relu", ("gelu", "linear"): "gated-gelu",
+                 ("silu", "linear"): "gated-silu", ("swish", "linear"):
+                 "gated-swish", ("gelu",): "gelu"}
+# Settings a synthesizing function's export_settings() may give, and the
+# configuration field each one fills.
+_FUNCTION_FIELDS = {"k": "factorized_random_k",
+                    "hidden_size": "dense_hidden_size",
+                    "use_bias": "synthesizer_use_bias",
+                    "share_query_projection": "dense_share_query_projection"}
+
+
+def flat_config(stacks: Dict[str, Dict[str, Any]], d_model: int,
+                vocab_size: int, shared_embedding: bool,
+                layer_norm_epsilon: float) -> Dict[str, Any]:
+  """MtfSynthesizerConfig's fields of the stacks mesh built.
 
   Args:
-    mesh_name: a checkpoint variable's name.
+    stacks: "encoder"/"decoder" (or "transformer", a language model) ->
+      the `_stack_spec` of its Unitransformer.
+    d_model: the model width.
+    vocab_size: rows of the embedding.
+    shared_embedding: one embedding for both stacks.
+    layer_norm_epsilon: the norms' epsilon.
 
   Returns:
-    The name in the PyTorch model's state dict, or None for global_step and
-    optimizer slots.
+    Keyword arguments of MtfSynthesizerConfig.
+
+  Raises:
+    ExportError: a model the PyTorch configuration cannot describe (layers
+      that differ in a setting the configuration holds once, an unknown
+      feed-forward activation, a block of other layers than T5's).
   """
-  if mesh_name == "global_step" or "_slot_" in mesh_name:
-    return None
-  if mesh_name == "shared/embedding":
-    return "shared"
-  name = re.sub(r"/(final_)?layer_norm/scale$", "/rms_norm/scale", mesh_name)
-  name = re.sub(r"/(scale|kernel)$", "", name)
-  name = re.sub(r"block_(\d+)", lambda m: "block.%d" % int(m.group(1)), name)
-  name = re.sub(r"layer_(\d+)", lambda m: "layer.%d" % int(m.group(1)), name)
-  return name.replace("/", ".")
+  attention, feed_forward, functions = {}, {}, {}
+  for name, stack in stacks.items():
+    kinds = [layer["type"] for layer in stack["layers"]]
+    expected = (["SelfAttention", "EncDecAttention", "DenseReluDense"]
+                if name == "decoder" else ["SelfAttention", "DenseReluDense"])
+    if [k.replace("Synthesizer", "Self") for k in kinds] != expected:
+      raise ExportError("%s blocks of %s are not supported by the export "
+                        "(T5's blocks: %s)" % (name, kinds, expected))
+    for layer in stack["layers"]:
+      key = "%s/%s" % (name, layer["type"])
+      if layer["type"] == "DenseReluDense":
+        feed_forward[key] = (layer["d_ff"], layer["activations"])
+        continue
+      attention[key] = {k: layer[k] for k in (
+          "num_heads", "d_kv", "num_memory_heads", "scale_queries")}
+      if layer["type"] != "EncDecAttention":
+        attention[key].update(
+            relative=(layer["relative_attention"],
+                      layer["relative_attention_num_buckets"]))
+      if layer["type"] == "SynthesizerAttention":
+        functions[name] = layer
+  settings = _one({k: {n: v for n, v in a.items() if n != "relative"}
+                   for k, a in attention.items()}, "attention setting")
+  relative = _one({k: a["relative"] for k, a in attention.items()
+                   if "relative" in a}, "relative position bias")
+  d_ff, activations = _one(feed_forward, "feed-forward layer")
+  proj = _FEED_FORWARD.get(tuple(activations))
+  if proj is None:
+    raise ExportError("DenseReluDense activations %s are not supported by "
+                      "the export (supported: %s)" % (
+                          activations, sorted(_FEED_FORWARD)))
+  positional = _one({n: s["positional_embedding"] for n, s in stacks.items()},
+                    "positional embedding")
+  causal_lm = "transformer" in stacks
+  main = stacks["transformer" if causal_lm else "decoder"]
+  config = {
+      "d_model": d_model, "vocab_size": vocab_size,
+      "d_kv": settings["d_kv"], "num_heads": settings["num_heads"],
+      "num_memory_heads": settings["num_memory_heads"],
+      "scale_queries": settings["scale_queries"],
+      "d_ff": d_ff, "feed_forward_proj": proj,
+      "relative_attention_type": relative[0],
+      "relative_attention_num_buckets": relative[1],
+      "layer_norm_epsilon": layer_norm_epsilon,
+      "shared_embedding": shared_embedding,
+      "tie_word_embeddings": main["logits"] == "embedding",
+      "max_position_embeddings": positional,
+      "is_encoder_decoder": not causal_lm,
+      "dropout_rate": 0.0,
+  }
+  if causal_lm:
+    config["num_layers"] = main["num_blocks"]
+  else:
+    config["num_layers"] = stacks["encoder"]["num_blocks"]
+    config["num_decoder_layers"] = stacks["decoder"]["num_blocks"]
+    if config["tie_word_embeddings"] and not shared_embedding:
+      raise ExportError("a softmax tied to the decoder's own embedding is not "
+                        "supported by the export")
+  synthesizers = {}
+  for name in stacks:
+    layer = functions.get(name)
+    names = ([f["name"] for f in layer["functions"]] if layer
+             else ["dot_product"])
+    synthesizers[name] = names
+  config["encoder_synthesizers"] = synthesizers.get("encoder",
+                                                    ["dot_product"])
+  config["decoder_synthesizers"] = synthesizers.get(
+      "transformer", synthesizers.get("decoder"))
+  if functions:
+    config["synthesizer_max_length"] = _one(
+        {n: l["max_length"] for n, l in functions.items()}, "max_length")
+    config["learned_mixture_weights"] = _one(
+        {n: l["learned_weights"] for n, l in functions.items()
+         if len(l["functions"]) > 1} or {"": True}, "mixture setting")
+    per_setting = {}
+    for stack, layer in functions.items():
+      for function in layer["functions"]:
+        for key, value in function.items():
+          if key == "name":
+            continue
+          field = ("factorized_dense_factors" if key in ("a", "b")
+                   else _FUNCTION_FIELDS.get(key))
+          if field is None:
+            raise ExportError("the setting %r of %s has no PyTorch "
+                              "configuration field" % (key, function["name"]))
+          per_setting.setdefault(field, {})[
+              "%s/%s/%s" % (stack, function["name"], key)] = value
+    for field, values in per_setting.items():
+      if field == "factorized_dense_factors":
+        a = _one({k: v for k, v in values.items() if k.endswith("/a")}, "a")
+        b = _one({k: v for k, v in values.items() if k.endswith("/b")}, "b")
+        config[field] = [a, b]
+      else:
+        config[field] = _one(values, field)
+  return config
 
 
 def _checkpoint_layers(shapes: Dict[str, List[int]],
@@ -293,59 +406,40 @@ def describe(model_dir: str,
     stacks = {}
     for name, uni in zip(names, unis):
       stacks[name] = _stack_spec(uni, _checkpoint_layers(shapes, uni.name))
-      if uni.name != name:
-        stacks[name]["mesh_name"] = uni.name
+      stacks[name]["mesh_name"] = uni.name
     epsilon = gin.query_parameter("sublayer_rms_norm.epsilon") if (
         "sublayer_rms_norm.epsilon" in operative) else 1e-6
-    config = {
-        "stacks": stacks,
-        "d_model": d_model,
-        "vocab_size": vocab_size,
-        "shared_embedding": "shared/embedding" in shapes,
-        "layer_norm_epsilon": epsilon,
-        "is_encoder_decoder": model_type == "bitransformer",
-    }
+    config = flat_config(stacks, d_model=d_model, vocab_size=vocab_size,
+                         shared_embedding="shared/embedding" in shapes,
+                         layer_norm_epsilon=epsilon)
+    config["mesh_stacks"] = {spec["mesh_name"]: name
+                             for name, spec in stacks.items()}
     config["vocabulary"], config["extra_ids"] = _run_vocabulary()
   finally:
     gin.clear_config()
   return config, checkpoint
 
 
-# Per-head tables and where their heads axis is: mesh leaves the axis out of
-# a one-head model's variables, the PyTorch model keeps it.
-_HEADS_AXIS = {"R": (0, 3), "R1": (0, 3), "R2": (0, 3), "w1": (1, 3),
-               "b1": (0, 2), "w2": (0, 3), "b2": (0, 2), "wa": (0, 3),
-               "ba": (0, 2), "wb": (0, 3), "bb": (0, 2),
-               "alpha_logits": (1, 2), "relative_attention_bias": (0, 2)}
-
-
-def _with_heads_axis(name: str, value: np.ndarray) -> np.ndarray:
-  """A per-head table of a one-head model with its heads axis back."""
-  leaf = name.rsplit(".", 1)[-1]
-  if "Attention." in name and leaf in _HEADS_AXIS:
-    axis, ndim = _HEADS_AXIS[leaf]
-    if value.ndim == ndim - 1:
-      return np.expand_dims(value, axis)
-  return value
-
-
-def _weights(checkpoint: str,
-             stack_names: Dict[str, str]) -> Dict[str, np.ndarray]:
+def _weights(checkpoint: str, stack_prefixes: Dict[str, str],
+             num_heads: int) -> Dict[str, np.ndarray]:
   """Every exported variable of the checkpoint, float32, by PyTorch name."""
   reader = tf.train.load_checkpoint(checkpoint)
   out = {}
   for mesh_name in sorted(reader.get_variable_to_shape_map()):
-    name = parameter_name(mesh_name)
-    if name is None:
-      continue
-    head, _, tail = name.partition(".")
-    name = ".".join([stack_names.get(head, head)] + ([tail] if tail else []))
     value = reader.get_tensor(mesh_name)
+    try:
+      found = torch_names.torch_weight(mesh_name, value, num_heads,
+                                       stack_prefixes)
+    except torch_names.UnknownVariable as e:
+      raise ExportError("the checkpoint variable %s has no PyTorch weight" %
+                        e) from None
+    if found is None:
+      continue
+    name, value = found
     if not np.issubdtype(np.asarray(value).dtype, np.floating) and (
         value.dtype.name != "bfloat16"):
       raise ExportError("%s has dtype %s" % (mesh_name, value.dtype))
-    out[name] = np.ascontiguousarray(
-        _with_heads_axis(name, np.asarray(value, np.float32)))
+    out[name] = np.ascontiguousarray(np.asarray(value, np.float32))
   return out
 
 
@@ -394,9 +488,9 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
         "say which vocabulary the model was trained with: --vocabulary=byte "
         "or the path of its SentencePiece model (T5's default is "
         "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model)")
-  stack_names = {spec.pop("mesh_name"): name
-                 for name, spec in fields["stacks"].items()
-                 if "mesh_name" in spec}
+  mesh_stacks = fields.pop("mesh_stacks")
+  prefixes = {mesh: "model" if name == "transformer" else "model." + name
+              for mesh, name in mesh_stacks.items()}
   architecture = (SEQ2SEQ_CLASS if fields["is_encoder_decoder"]
                   else CAUSAL_LM_CLASS)
   auto_model = ("AutoModelForSeq2SeqLM" if fields["is_encoder_decoder"]
@@ -412,10 +506,12 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
           auto_model: "modeling_mtf_synthesizer." + architecture,
       },
       pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-      tie_word_embeddings=False, use_cache=True)
+      use_cache=True)
   with open(os.path.join(out_dir, "config.json"), "w") as f:
     json.dump(config, f, indent=2, sort_keys=True)
-  weights = _weights(checkpoint, stack_names)
+  weights = _weights(checkpoint, prefixes, fields["num_heads"])
+  if not fields["is_encoder_decoder"] and "model.shared.weight" in weights:
+    weights["model.embed_tokens.weight"] = weights.pop("model.shared.weight")
   safetensors_numpy.save_file(weights,
                               os.path.join(out_dir, "model.safetensors"),
                               metadata={"format": "pt"})

@@ -56,12 +56,40 @@ def _modeling():
   return importlib.import_module("exported.modeling_mtf_synthesizer")
 
 
-def _attention_spec(names, relative=None):
-  return {"type": "SynthesizerAttention", "num_heads": HEADS, "d_kv": D_KV,
-          "num_memory_heads": 0, "relative_attention": relative,
-          "relative_attention_num_buckets": 32, "scale_queries": False,
-          "functions": [dict(SETTINGS.get(n, {}), name=n) for n in names],
-          "learned_weights": True, "max_length": N}
+def _config(modeling, names, causal_lm=False, **fields):
+  """A tiny configuration whose stacks compose `names`."""
+  config_module = sys.modules[modeling.__name__.rsplit(".", 1)[0] +
+                              ".configuration_mtf_synthesizer"]
+  return config_module.MtfSynthesizerConfig(
+      vocab_size=16, d_model=D_MODEL, d_kv=D_KV, d_ff=16, num_layers=2,
+      num_heads=HEADS, feed_forward_proj="gated-gelu", dropout_rate=0.0,
+      encoder_synthesizers=names, decoder_synthesizers=names,
+      synthesizer_max_length=N,
+      factorized_random_k=SETTINGS["factorized_random"]["k"],
+      factorized_dense_factors=(SETTINGS["factorized_dense"]["a"],
+                                SETTINGS["factorized_dense"]["b"]),
+      is_encoder_decoder=not causal_lm, **fields)
+
+
+def mesh_variables(attention):
+  """The layer's weights in mesh's names and layouts (reference.py's)."""
+  out = {}
+  for name, tensor in list(attention.named_parameters()) + list(
+      attention.named_buffers()):
+    value = tensor.detach().double().numpy()
+    parts = name.split(".")
+    if parts[0] in ("q", "k", "v", "o"):
+      out[parts[0]] = value.T
+    elif parts[0] == "alpha_logits":
+      out["mixture/alpha_logits"] = value
+    elif parts[1] == "w1":  # Linear [heads * hidden, d_model]
+      if parts[2] == "weight":
+        out[parts[0] + "/w1"] = value.T.reshape(D_MODEL, HEADS, -1)
+      else:
+        out[parts[0] + "/b1"] = value.reshape(HEADS, -1)
+    else:
+      out["/".join(parts)] = value
+  return out
 
 
 def _randomize(module, seed):
@@ -72,48 +100,25 @@ def _randomize(module, seed):
 
 
 def layer_difference(modeling, reference, names):
-  attention = modeling.Attention(_attention_spec(names), D_MODEL)
+  attention = modeling.MtfSynthesizerAttention(_config(modeling, names),
+                                               tuple(names))
   _randomize(attention, 0)
-  variables = {k.replace(".", "/"): v.detach().double().numpy()
-               for k, v in list(attention.named_parameters()) +
-               list(attention.named_buffers())}
+  variables = mesh_variables(attention)
   x = torch.randn(2, N - 1, D_MODEL, generator=torch.Generator().manual_seed(1))
   worst = 0.0
   for causal in (False, True):
     t = x.shape[1]
-    positions = modeling.Positions(torch.arange(t), torch.arange(t))
+    positions = modeling.Positions(0, t, t)
     bias = None
     if causal:
       bias = torch.triu(torch.full((t, t), modeling.MASKED), 1)[None, None]
     with torch.no_grad():
-      ours = attention(x, bias, positions).double().numpy()
+      ours = attention(x, bias, positions)[0].double().numpy()
     expected = reference.layer_output(
         names, variables, x.double().numpy(), HEADS, D_KV, causal=causal)
     worst = max(worst, float(np.abs(ours - expected).max() /
                              np.abs(expected).max()))
   return worst
-
-
-def _config(modeling, names, causal_lm):
-  attention = _attention_spec(names, relative="bias_shared")
-  feed_forward = {"type": "DenseReluDense", "d_ff": 16,
-                  "activations": ["gelu", "linear"]}
-  stack = {"num_blocks": 2, "autoregressive": True, "positional_embedding":
-           None, "logits": "kernel"}
-  if causal_lm:
-    stacks = {"transformer": dict(stack, layers=[attention, feed_forward])}
-  else:
-    cross = {"type": "EncDecAttention", "num_heads": HEADS, "d_kv": D_KV,
-             "num_memory_heads": 0, "relative_attention": None}
-    stacks = {
-        "encoder": dict(stack, autoregressive=False, logits=None,
-                        layers=[attention, feed_forward]),
-        "decoder": dict(stack, layers=[attention, cross, feed_forward])}
-  config_module = sys.modules[modeling.__name__.rsplit(".", 1)[0] +
-                              ".configuration_mtf_synthesizer"]
-  return config_module.MtfSynthesizerConfig(
-      stacks=stacks, d_model=D_MODEL, vocab_size=16,
-      shared_embedding=not causal_lm, is_encoder_decoder=not causal_lm)
 
 
 def decoding_difference(modeling, names):
@@ -135,7 +140,7 @@ def decoding_difference(modeling, names):
 
 def generate_difference(modeling, names):
   model = modeling.MtfSynthesizerForConditionalGeneration(
-      _config(modeling, names, False))
+      _config(modeling, names))
   _randomize(model, 4)
   model.eval()
   ids = torch.randint(2, 16, (2, N - 2),
@@ -154,8 +159,10 @@ def main():
   with open(cases_path) as f:
     cases = json.load(f)
   modeling = _modeling()
-  reference = _load(os.path.join(REPO, "mtf_synthesizer", "reference.py"),
-                    "reference_alone")
+  path = os.path.join(REPO, "mtf_synthesizer", "core", "reference.py")
+  if not os.path.exists(path):
+    path = os.path.join(REPO, "mtf_synthesizer", "reference.py")
+  reference = _load(path, "reference_alone")
   out = {}
   for names in cases:
     key = "+".join(names)

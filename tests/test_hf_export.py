@@ -398,26 +398,26 @@ def test_generate_equals_cli_decodes(results, name):
 def test_layouts_are_what_they_say(results):
   """Each layout's export has the setting it stands for."""
 
-  def layer(name, stack, kind):
-    config = results["models"]["layout_" + name]["config"]
-    (found,) = [l for l in config["stacks"][stack]["layers"]
-                if l["type"] == kind]
-    return config, found
+  def config(name):
+    return results["models"]["layout_" + name]["config"]
 
-  config, feed_forward = layer("t5.1.0", "decoder", "DenseReluDense")
-  assert feed_forward["activations"] == ["relu"]
-  assert config["stacks"]["decoder"]["logits"] == "embedding"
-  assert config["shared_embedding"]
-  assert layer("bias_per_layer", "encoder", "SynthesizerAttention")[1][
-      "relative_attention"] == "bias"
-  for kind in ("SynthesizerAttention", "EncDecAttention"):
-    assert layer("multi_query", "decoder", kind)[1]["num_memory_heads"] == 1
-  assert layer("one_head", "encoder", "SynthesizerAttention")[1][
-      "num_heads"] == 1
-  assert layer("scaled_queries", "encoder", "SelfAttention")[1][
-      "scale_queries"]
-  config, _ = layer("lm_positions", "transformer", "SynthesizerAttention")
-  assert config["stacks"]["transformer"]["positional_embedding"]
+  assert config("t5.1.0")["feed_forward_proj"] == "relu"
+  assert config("t5.1.0")["tie_word_embeddings"]
+  assert config("t5.1.0")["shared_embedding"]
+  assert config("bias_per_layer")["relative_attention_type"] == "bias"
+  assert config("multi_query")["num_memory_heads"] == 1
+  assert config("one_head")["num_heads"] == 1
+  assert config("one_head")["encoder_synthesizers"] == ["random", "dense"]
+  assert config("scaled_queries")["scale_queries"]
+  assert config("scaled_queries")["encoder_synthesizers"] == ["dot_product"]
+  assert not config("lm_positions")["is_encoder_decoder"]
+  assert config("lm_positions")["max_position_embeddings"]
+  assert config("lm_positions")["decoder_synthesizers"] == [
+      "factorized_dense"]
+  for name in LAYOUTS:
+    if name != "t5.1.0":
+      assert config(name)["feed_forward_proj"] == "gated-gelu"
+      assert not config(name)["tie_word_embeddings"]
   # The T5.1.0 export read the released names.
   released = results["models"]["layout_t5.1.0"]["export_from"]
   names = tf.train.load_checkpoint(released).get_variable_to_shape_map()

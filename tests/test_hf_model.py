@@ -18,12 +18,14 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import conftest
 from mtf_synthesizer import attentions
 from mtf_synthesizer import hf_export
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer import torch_names
 
 TOLERANCE = 1e-5
 # Every function alone, then every composition of the table (in its order).
@@ -67,27 +69,72 @@ def test_every_function_is_implemented_without_tensorflow(checked):
               "mtf_synthesizer"} & set(checked["_modules"])
 
 
-@pytest.mark.parametrize("mesh_name,torch_name", [
+STACKS = {"encoder": "model.encoder", "decoder": "model.decoder"}
+
+
+@pytest.mark.parametrize("mesh_name,shape,torch_name,torch_shape", [
     ("encoder/block_001/layer_000/SynthesizerAttention/random/R",
-     "encoder.block.1.layer.0.SynthesizerAttention.random.R"),
+     [2, 8, 8], "model.encoder.block.1.layer.0.SelfAttention.random.R",
+     [2, 8, 8]),
+    # One head: mesh leaves the heads axis out.
+    ("encoder/block_001/layer_000/SynthesizerAttention/random/R",
+     [8, 8], "model.encoder.block.1.layer.0.SelfAttention.random.R",
+     [1, 8, 8]),
     ("decoder/block_000/layer_000/SynthesizerAttention/mixture/alpha_logits",
-     "decoder.block.0.layer.0.SynthesizerAttention.mixture.alpha_logits"),
+     [3, 2], "model.decoder.block.0.layer.0.SelfAttention.alpha_logits",
+     [3, 2]),
+    ("encoder/block_000/layer_000/SynthesizerAttention/dense/w1",
+     [16, 2, 4], "model.encoder.block.0.layer.0.SelfAttention.dense.w1.weight",
+     [8, 16]),
+    ("encoder/block_000/layer_000/SynthesizerAttention/dense/b1",
+     [2, 4], "model.encoder.block.0.layer.0.SelfAttention.dense.w1.bias",
+     [8]),
+    ("encoder/block_000/layer_000/SynthesizerAttention/kv",
+     [16, 8], "model.encoder.block.0.layer.0.SelfAttention.v.weight",
+     [8, 16]),
+    ("decoder/block_000/layer_001/EncDecAttention/q",
+     [16, 8], "model.decoder.block.0.layer.1.EncDecAttention.q.weight",
+     [8, 16]),
+    ("encoder/block_000/layer_000/SelfAttention/relative_attention_bias",
+     [2, 32], "model.encoder.block.0.layer.0.SelfAttention."
+     "relative_attention_bias.weight", [32, 2]),
     ("decoder/block_010/layer_002/DenseReluDense/wi_1/kernel",
-     "decoder.block.10.layer.2.DenseReluDense.wi_1"),
-    ("encoder/block_000/layer_001/rms_norm/scale",
-     "encoder.block.0.layer.1.rms_norm"),
+     [16, 64], "model.decoder.block.10.layer.2.DenseReluDense.wi_1.weight",
+     [64, 16]),
+    ("encoder/block_000/layer_001/rms_norm/scale", [16],
+     "model.encoder.block.0.layer.1.layer_norm.weight", [16]),
     # T5.1.0 as released: layer_norm and final_layer_norm.
-    ("encoder/block_000/layer_001/layer_norm/scale",
-     "encoder.block.0.layer.1.rms_norm"),
-    ("decoder/final_layer_norm/scale", "decoder.rms_norm"),
-    ("decoder/logits/kernel", "decoder.logits"),
-    ("shared/embedding", "shared"),
-    ("transformer/embedding", "transformer.embedding"),
-    ("global_step", None),
-    ("encoder/block_000/layer_000/SelfAttention/q_slot_vc", None),
+    ("encoder/block_000/layer_001/layer_norm/scale", [16],
+     "model.encoder.block.0.layer.1.layer_norm.weight", [16]),
+    ("decoder/final_layer_norm/scale", [16],
+     "model.decoder.final_layer_norm.weight", [16]),
+    ("decoder/rms_norm/scale", [16], "model.decoder.final_layer_norm.weight",
+     [16]),
+    ("decoder/logits/kernel", [16, 384], "lm_head.weight", [384, 16]),
+    ("shared/embedding", [384, 16], "model.shared.weight", [384, 16]),
+    ("encoder/embedding", [384, 16], "model.encoder.embed_tokens.weight",
+     [384, 16]),
+    ("global_step", [], None, None),
+    ("encoder/block_000/layer_000/SelfAttention/q_slot_vc", [16], None,
+     None),
 ])
-def test_parameter_names(mesh_name, torch_name):
-  assert hf_export.parameter_name(mesh_name) == torch_name
+def test_torch_names(mesh_name, shape, torch_name, torch_shape):
+  value = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+  heads = 1 if shape == [8, 8] else 2  # the one-head R
+  found = torch_names.torch_weight(mesh_name, value, heads, STACKS)
+  if torch_name is None:
+    assert found is None
+    return
+  name, array = found
+  assert (name, list(array.shape)) == (torch_name, torch_shape)
+  # Every value is kept, none made up.
+  assert sorted(array.ravel()) == sorted(value.ravel())
+
+
+def test_torch_names_refuse_what_has_no_weight():
+  with pytest.raises(torch_names.UnknownVariable, match="Linformer"):
+    torch_names.torch_weight(
+        "encoder/block_000/layer_000/Linformer/E", np.zeros(3), 2, STACKS)
 
 
 def _imported_packages(path: str) -> set:
@@ -117,6 +164,8 @@ def test_only_the_exported_model_code_imports_torch():
         if name.endswith(".py") and "torch" in _imported_packages(path):
           importers.add(os.path.relpath(path, conftest.REPO))
   assert importers == {"mtf_synthesizer/hf_model/modeling_mtf_synthesizer.py"}
+  # The names module is NumPy only (the exporter, without torch, uses it).
+  assert "torch" not in _imported_packages(torch_names.__file__)
 
 
 def test_layers_and_export_load_without_torch():

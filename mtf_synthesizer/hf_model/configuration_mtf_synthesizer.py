@@ -74,7 +74,7 @@ class MtfSynthesizerConfig(PretrainedConfig):
       tie_word_embeddings: bool = False,
       encoder_synthesizers: Sequence[str] = ("dot_product",),
       decoder_synthesizers: Sequence[str] = ("dot_product",),
-      max_length: int = 512,
+      synthesizer_max_length: int = 512,
       learned_mixture_weights: bool = True,
       factorized_random_k: int = 8,
       factorized_dense_factors: Optional[Sequence[int]] = None,
@@ -120,12 +120,14 @@ class MtfSynthesizerConfig(PretrainedConfig):
         decoder_synthesizers), a tuple or a "+"-joined string; several make
         a mixture (eq. 8).
       decoder_synthesizers: those of the decoder's self-attention.
-      max_length: N, the positions of R, FR, D and FD (their tables' size);
-        the longest sequence a stack with them reads.
+      synthesizer_max_length: N, the positions of R, FR, D and FD (their
+        tables' size; mesh's SynthesizerAttention.max_length, renamed here
+        because a config's max_length is generate()'s); the longest
+        sequence a stack with them reads.
       learned_mixture_weights: a mixture learns its weights alpha (softmax
         over functions, per head); else each function weighs 1.
       factorized_random_k: FR's rank k (eq. 7).
-      factorized_dense_factors: FD's (a, b), a * b = max_length; default
+      factorized_dense_factors: FD's (a, b), a * b = N; default
         the largest divisor a <= sqrt(N).
       dense_hidden_size: the per-head hidden width of D's and FD's first
         layer; default d_kv.
@@ -172,7 +174,13 @@ class MtfSynthesizerConfig(PretrainedConfig):
                                            "encoder_synthesizers")
     self.decoder_synthesizers = _functions(decoder_synthesizers,
                                            "decoder_synthesizers")
-    self.max_length = max_length
+    if "max_length" in kwargs:
+      raise ValueError(
+          "max_length is generate()'s setting (set it on generation_config); "
+          "the size of the synthesizing functions' tables is "
+          "synthesizer_max_length")
+    max_length = synthesizer_max_length
+    self.synthesizer_max_length = max_length
     self.learned_mixture_weights = learned_mixture_weights
     self.factorized_random_k = factorized_random_k
     if factorized_dense_factors is None:
@@ -186,7 +194,7 @@ class MtfSynthesizerConfig(PretrainedConfig):
                     factorized_dense_factors[0] * factorized_dense_factors[1]
                     != max_length):
       raise ValueError("factorized_dense_factors (a, b) need a * b == "
-                       "max_length (%d), got %r" %
+                       "synthesizer_max_length (%d), got %r" %
                        (max_length, factorized_dense_factors))
     self.factorized_dense_factors = factorized_dense_factors
     self.dense_hidden_size = dense_hidden_size

@@ -177,7 +177,7 @@ class MtfSynthesizerRandom(nn.Module):
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
-    n = config.max_length
+    n = config.synthesizer_max_length
     self.R = nn.Parameter(torch.empty(config.num_heads, n, n))
 
   def table(self) -> torch.Tensor:
@@ -202,7 +202,7 @@ class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
 
   def __init__(self, config: MtfSynthesizerConfig):
     nn.Module.__init__(self)
-    n = config.max_length
+    n = config.synthesizer_max_length
     self.register_buffer("R", torch.empty(config.num_heads, n, n),
                          persistent=True)
 
@@ -213,7 +213,8 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
-    shape = (config.num_heads, config.max_length, config.factorized_random_k)
+    shape = (config.num_heads, config.synthesizer_max_length,
+             config.factorized_random_k)
     self.R1 = nn.Parameter(torch.empty(shape))
     self.R2 = nn.Parameter(torch.empty(shape))
 
@@ -257,7 +258,7 @@ class MtfSynthesizerDense(_DenseHidden):
     else:
       super().__init__(config)
       hidden = self.hidden_size
-    n = config.max_length
+    n = config.synthesizer_max_length
     self.w2 = nn.Parameter(torch.empty(config.num_heads, hidden, n))
     if self.use_bias:
       self.b2 = nn.Parameter(torch.empty(config.num_heads, n))
@@ -496,7 +497,7 @@ class MtfSynthesizerAttention(nn.Module):
       # The kernel's Q K^T is zero: the weights are softmax(bias).
       query = values.new_zeros(b, self.num_heads, t, self.d_kv)
       keys = values
-    implementation = self.config._attn_implementation  # pylint: disable=protected-access
+    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
     if output_attentions:
       implementation = "eager"
     interface = ALL_ATTENTION_FUNCTIONS.get_interface(
@@ -643,7 +644,7 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     config = self.config
     factor = config.initializer_factor
     d, heads, dk = config.d_model, config.num_heads, config.d_kv
-    n = config.max_length
+    n = config.synthesizer_max_length
 
     def normal(tensor, std):
       init.normal_(tensor, 0.0, factor * std)
@@ -754,8 +755,9 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               encoder_hidden_states: Optional[torch.Tensor] = None,
               encoder_attention_mask: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
-              output_attentions: bool = False,
-              output_hidden_states: bool = False) -> BaseModelOutputWithPast:
+              output_attentions: Optional[bool] = False,
+              output_hidden_states: Optional[bool] = False,
+              **kwargs) -> BaseModelOutputWithPast:
     """Runs the stack.
 
     Args:
@@ -772,11 +774,15 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       past_key_values: the cache when decoding.
       output_attentions: return each layer's attention weights.
       output_hidden_states: return each block's input and the output.
+      **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
-      BaseModelOutputWithPast (with cross_attentions as an attribute of the
-      attentions tuple's owner: see `MtfSynthesizerModel`).
+      BaseModelOutputWithPast, and `cross_attentions` (a decoder's, with
+      output_attentions).
     """
+    _refuse(kwargs, type(self).__name__)
+    output_attentions = bool(output_attentions)
+    output_hidden_states = bool(output_hidden_states)
     config = self.config
     if (input_ids is None) == (inputs_embeds is None):
       raise ValueError("give exactly one of input_ids and inputs_embeds")
@@ -789,11 +795,12 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       self_cache = past_key_values.self_attention_cache
     start = self_cache.get_seq_length() if self_cache is not None else 0
     s = start + t
-    if self.has_tables and s > config.max_length:
+    if self.has_tables and s > config.synthesizer_max_length:
       raise ValueError(
           "a sequence of length %d is longer than max_length %d, the size "
-          "of the synthesizing functions' position tables" % (
-              s, config.max_length))
+          "of the synthesizing functions' position tables "
+          "(synthesizer_max_length)" % (
+              s, config.synthesizer_max_length))
     causal = self.is_decoder
     if attention_mask is None and not causal and input_ids is not None:
       attention_mask = (input_ids != config.pad_token_id).long()

@@ -1,0 +1,132 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Mesh checkpoint variables as the PyTorch model's weights: names, layouts.
+
+One rule per kind of variable, NumPy only:
+
+  mesh                                             PyTorch
+  shared/embedding                                 model.shared.weight
+  <stack>/embedding                                model.<stack>.embed_tokens.weight
+  <stack>/positional_embedding                     model.<stack>.embed_positions.weight
+  <stack>/block_i/layer_j/<Attention>/{q,k,v,o}    ...block.i.layer.j.<T5 name>.q.weight (transposed)
+  .../SynthesizerAttention/kv                      ...SelfAttention.v.weight (keys-free layers)
+  .../<fn>/w1 [d_model, heads, hidden]             ...SelfAttention.<fn>.w1.weight [heads * hidden, d_model]
+  .../<fn>/b1 [heads, hidden]                      ...SelfAttention.<fn>.w1.bias
+  .../<fn>/{R,R1,R2,w2,b2,wa,ba,wb,bb}             ...SelfAttention.<fn>.<same>
+  .../mixture/alpha_logits                         ...SelfAttention.alpha_logits
+  .../relative_attention_bias [heads, buckets]     ...relative_attention_bias.weight (transposed)
+  .../DenseReluDense/{wi,wi_0,wi_1,wo}/kernel      ...DenseReluDense.<same>.weight (transposed)
+  .../layer_j/{rms_norm,layer_norm}/scale          ...layer.j.layer_norm.weight
+  <stack>/{rms_norm,final_layer_norm}/scale        model.<stack>.final_layer_norm.weight
+  <stack>/logits/kernel                            lm_head.weight (transposed)
+
+where <T5 name> is SelfAttention for mesh's SelfAttention and
+SynthesizerAttention, EncDecAttention for the cross-attention. A one-head
+mesh model leaves the heads axis out of its per-head tables; it is put back.
+global_step and optimizer slots have no PyTorch weight.
+"""
+
+import re
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+_ATTENTIONS = {"SelfAttention": "SelfAttention",
+               "SynthesizerAttention": "SelfAttention",
+               "EncDecAttention": "EncDecAttention"}
+# Per-head tables and the rank they have with their heads axis (axis 0).
+_PER_HEAD = {"R": 3, "R1": 3, "R2": 3, "w2": 3, "b2": 2, "wa": 3, "ba": 2,
+             "wb": 3, "bb": 2}
+_BLOCK = re.compile(r"^(\w+)/block_(\d+)/layer_(\d+)/(.+)$")
+
+
+class UnknownVariable(ValueError):
+  """A checkpoint variable the PyTorch model has no weight for."""
+
+
+def _attention_weight(scope: str, rest: str, value: np.ndarray,
+                      num_heads: int) -> Tuple[str, np.ndarray]:
+  """An attention layer's variable: its local name and PyTorch layout."""
+  parts = rest.split("/")
+  if parts[-1] == "kernel":
+    parts = parts[:-1]
+  leaf = parts[-1]
+  if len(parts) == 1:
+    if leaf in ("q", "k", "v", "o"):
+      return "%s.%s.weight" % (scope, leaf), value.T
+    if leaf == "kv":
+      return "%s.v.weight" % scope, value.T
+    if leaf == "relative_attention_bias":
+      table = value.reshape(num_heads, -1)
+      return "%s.relative_attention_bias.weight" % scope, table.T
+  if parts == ["mixture", "alpha_logits"]:
+    return "%s.alpha_logits" % scope, value.reshape(-1, num_heads)
+  if len(parts) == 2:
+    function, leaf = parts
+    prefix = "%s.%s" % (scope, function)
+    if leaf == "w1":  # [d_model, heads, hidden] -> Linear [heads*hidden, d]
+      return prefix + ".w1.weight", value.reshape(value.shape[0], -1).T
+    if leaf == "b1":
+      return prefix + ".w1.bias", value.reshape(-1)
+    if leaf in _PER_HEAD:
+      if value.ndim == _PER_HEAD[leaf] - 1:
+        value = value[None]
+      return "%s.%s" % (prefix, leaf), value
+  raise UnknownVariable(rest)
+
+
+def torch_weight(mesh_name: str, value: np.ndarray, num_heads: int,
+                 stacks: Dict[str, str]) -> Optional[Tuple[str, np.ndarray]]:
+  """The PyTorch weight of a checkpoint variable.
+
+  Args:
+    mesh_name: the variable's name in the checkpoint.
+    value: its value.
+    num_heads: the model's heads (for one-head tables).
+    stacks: mesh's stack scope -> the PyTorch model's prefix of that stack,
+      e.g. {"encoder": "model.encoder", "decoder": "model.decoder"} or, for
+      a language model, {"decoder": "model"}.
+
+  Returns:
+    (name, array in the PyTorch layout), or None for global_step and
+    optimizer slots.
+
+  Raises:
+    UnknownVariable: a variable the PyTorch model has no weight for.
+  """
+  if mesh_name == "global_step" or "_slot_" in mesh_name:
+    return None
+  if mesh_name == "shared/embedding":
+    return "model.shared.weight", value
+  stack, _, rest = mesh_name.partition("/")
+  if stack not in stacks:
+    raise UnknownVariable(mesh_name)
+  prefix = stacks[stack]
+  block = _BLOCK.match(mesh_name)
+  if block:
+    _, i, j, rest = block.groups()
+    layer = "%s.block.%d.layer.%d" % (prefix, int(i), int(j))
+    scope, _, local = rest.partition("/")
+    if scope in ("rms_norm", "layer_norm") and local == "scale":
+      return layer + ".layer_norm.weight", value
+    if scope in _ATTENTIONS:
+      try:
+        name, array = _attention_weight(
+            "%s.%s" % (layer, _ATTENTIONS[scope]), local, value, num_heads)
+      except UnknownVariable:
+        raise UnknownVariable(mesh_name) from None
+      return name, array
+    if scope == "DenseReluDense" and local.endswith("/kernel"):
+      return "%s.DenseReluDense.%s.weight" % (
+          layer, local[:-len("/kernel")]), value.T
+    raise UnknownVariable(mesh_name)
+  if rest == "embedding":
+    return prefix + ".embed_tokens.weight", value
+  if rest == "positional_embedding":
+    return prefix + ".embed_positions.weight", value
+  if rest in ("rms_norm/scale", "final_layer_norm/scale",
+              "layer_norm/scale"):
+    return prefix + ".final_layer_norm.weight", value
+  if rest == "logits/kernel":
+    return "lm_head.weight", value.T
+  raise UnknownVariable(mesh_name)
