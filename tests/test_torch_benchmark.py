@@ -1,0 +1,131 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Smoke test of tools/benchmark_torch.py at tiny dims, on the CPU.
+
+Checks the report's structure (every requested model, T5 and V always, the
+device line, the table's columns), that the figures are positive, that the
+workbench module runs without TensorFlow or the package, and the CLI. It
+makes no claim about speed.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import conftest
+from workbench import torch_benchmark
+
+TINY = torch_benchmark.Dims(
+    d_model=32, num_heads=2, d_kv=16, d_ff=64, num_layers=1,
+    num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
+    target_length=8, new_tokens=4)
+SETTINGS = torch_benchmark.Settings(steps=2, warmup=1, rounds=2,
+                                    generate_repeats=1, device="cpu")
+TINY_FLAGS = ["--device", "cpu", "--d_model", "32", "--num_heads", "2",
+              "--d_kv", "16", "--d_ff", "64", "--num_layers", "1",
+              "--num_decoder_layers", "1", "--vocab_size", "64", "--batch",
+              "2", "--input_length", "16", "--target_length", "8",
+              "--new_tokens", "4", "--steps", "1", "--warmup", "1",
+              "--rounds", "1", "--generate_repeats", "1"]
+COLUMNS = 12
+
+
+@pytest.fixture(scope="module")
+def report():
+  return torch_benchmark.run(TINY, SETTINGS, models=["R", "D+V"],
+                             command="tiny")
+
+
+def test_every_variant_of_the_table_is_a_model():
+  labels = torch_benchmark.model_labels()
+  assert labels[0] == torch_benchmark.T5
+  assert {"V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V"} <= set(labels)
+  assert len(labels) == len(set(labels))
+
+
+def test_report_has_every_requested_model_and_positive_figures(report):
+  results = report["results"]
+  assert [r["label"] for r in results] == ["T5", "V", "R", "D+V"]
+  assert [r["components"] for r in results] == [
+      [], ["dot_product"], ["random"], ["dense", "dot_product"]]
+  for r in results:
+    assert len(r["step_s_all"]) == SETTINGS.steps, r["label"]
+    assert r["train_steps_per_s"] > 0 and r["step_s"] > 0, r["label"]
+    assert r["generate_tokens_per_s"] > 0, r["label"]
+    assert r["params"] > 0 and r["state_bytes"] > 0, r["label"]
+    assert r["train_steps_per_s_vs_t5"] > 0, r["label"]
+    assert r["train_steps_per_s_vs_v"] > 0, r["label"]
+    assert r["generate_tokens_per_s_vs_v"] > 0, r["label"]
+    assert r["peak_bytes"] is None  # no CPU allocator statistics
+  by_label = {r["label"]: r for r in results}
+  assert by_label["T5"]["train_steps_per_s_vs_t5"] == 1.0
+  assert by_label["V"]["train_steps_per_s_vs_v"] == 1.0
+  # T5 and V have the same weights' shapes.
+  assert by_label["T5"]["params"] == by_label["V"]["params"]
+  assert report["dims"]["d_model"] == 32 and report["command"] == "tiny"
+  json.dumps(report)  # serializable
+
+
+def test_markdown_names_the_device_and_has_a_row_per_model(report):
+  text = torch_benchmark.markdown(report)
+  assert re.search(r"^- device: CPU: .+", text, re.M), text
+  assert "torch %s, transformers %s" % (report["torch"],
+                                        report["transformers"]) in text
+  assert "- dims: d_model 32, 2 heads x 16" in text
+  rows = [line for line in text.splitlines() if line.startswith("|")]
+  header, rule, body = rows[0], rows[1], rows[2:]
+  assert header.count("|") == rule.count("|") == COLUMNS + 1
+  assert [row.split("|")[1].strip() for row in body] == [
+      "T5", "V", "R", "D+V"]
+  for row in body:
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert len(cells) == COLUMNS, row
+    steps, tokens = float(cells[3]), float(cells[6])
+    assert steps > 0 and tokens > 0, row
+    assert cells[9] == "n/a", row  # peak memory on CPU
+
+
+def test_unknown_model_is_refused():
+  with pytest.raises(ValueError, match="unknown models"):
+    torch_benchmark.run(TINY, SETTINGS, models=["nope"])
+
+
+def test_workbench_module_needs_neither_tensorflow_nor_the_package():
+  code = ("import sys\n"
+          "from workbench import torch_benchmark as b\n"
+          "b.variants(); b.load_model_code()\n"
+          "print('tensorflow' in sys.modules, "
+          "'mtf_synthesizer' in sys.modules)\n")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                        text=True, timeout=300, cwd=conftest.REPO)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.split()[-2:] == ["False", "False"]
+
+
+def test_cli_help():
+  proc = subprocess.run(
+      [sys.executable, os.path.join(conftest.TOOLS, "benchmark_torch.py"),
+       "--help"], capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "--attn_implementation" in proc.stdout
+  assert "--compile" in proc.stdout and "--preset" in proc.stdout
+
+
+def test_cli_writes_its_table_and_json(tmp_path, capsys):
+  status = conftest.run_tool("benchmark_torch.py", TINY_FLAGS + [
+      "--variants", "FR", "--attn_implementation", "eager",
+      "--output_dir", str(tmp_path)])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  with open(tmp_path / "torch_benchmark.json") as f:
+    written = json.load(f)
+  assert [r["label"] for r in written["results"]] == ["T5", "V", "FR"]
+  assert written["settings"]["attn_implementation"] == "eager"
+  assert "tools/benchmark_torch.py" in written["command"]
+  with open(tmp_path / "torch_benchmark.md") as f:
+    assert f.read() == capsys.readouterr().out
+  assert conftest.run_tool("benchmark_torch.py",
+                           TINY_FLAGS + ["--variants", "nope"]) == 2

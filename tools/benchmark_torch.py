@@ -1,0 +1,116 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+r"""The PyTorch Synthesizer against transformers' T5: speed and memory.
+
+Every variant of the attention table and transformers'
+`T5ForConditionalGeneration`, at the same dims and attention
+implementation, side by side in one process: training steps/s, greedy
+`generate()` new tokens/s and peak memory, with ratios to T5 and to V. On
+CUDA when present (T5-base dims), else on the CPU at small dims. Needs torch
+and transformers only (no TensorFlow). See `workbench/torch_benchmark.py`
+and docs/pytorch_benchmark.md.
+
+  .venv/bin/python tools/benchmark_torch.py --output_dir runs/torch_bench
+  .venv/bin/python tools/benchmark_torch.py --preset gpu-long --variants R,D+V
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import sys
+from typing import Optional, Sequence
+
+# Run from the checkout: its packages first (workbench/checkout.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from workbench import torch_benchmark
+
+# Measurement defaults per device: (steps, warmup, rounds, generate calls).
+# On a CPU every round is one step of each model: a change of load falls on
+# all of them.
+DEFAULTS = {"cpu": (15, 2, 15, 5), "cuda": (8, 3, 2, 2)}
+DIM_FLAGS = [f.name for f in dataclasses.fields(torch_benchmark.Dims)]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the benchmark; returns the exit status."""
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--device", default=None,
+                      help="cuda or cpu (default: cuda when present)")
+  parser.add_argument("--preset", default=None,
+                      choices=sorted(torch_benchmark.PRESETS),
+                      help="dims (default: gpu on CUDA, cpu otherwise); "
+                      "flags below override single dims")
+  for name in DIM_FLAGS:
+    parser.add_argument("--" + name, type=int, default=None)
+  parser.add_argument("--variants", default=None,
+                      help="comma-separated labels of the variants (V, R, "
+                      "Fix, FR, D, FD, R+D, D+V, R+V, FR+V; default all); "
+                      "T5 and V are always measured")
+  parser.add_argument("--attn_implementation", default="sdpa",
+                      choices=torch_benchmark.ATTN_IMPLEMENTATIONS)
+  parser.add_argument("--compile", action="store_true",
+                      help="torch.compile the training step's model call")
+  parser.add_argument("--steps", type=int, default=None,
+                      help="timed training steps per model (default: %s)" %
+                      ", ".join("%d on %s" % (v[0], k)
+                                for k, v in DEFAULTS.items()))
+  parser.add_argument("--warmup", type=int, default=None)
+  parser.add_argument("--rounds", type=int, default=None,
+                      help="turns of every model")
+  parser.add_argument("--generate_repeats", type=int, default=None,
+                      help="timed generate() calls per model (0: none)")
+  parser.add_argument("--threads", type=int, default=None,
+                      help="torch's intra-op threads (default: torch's)")
+  parser.add_argument("--learning_rate", type=float, default=1e-4)
+  parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--output_dir", default=None,
+                      help="writes torch_benchmark.json and "
+                      "torch_benchmark.md there")
+  args = parser.parse_args(argv)
+
+  device = torch_benchmark.resolve_device(args.device)
+  preset = args.preset or ("gpu" if device.type == "cuda" else "cpu")
+  dims = dataclasses.replace(
+      torch_benchmark.PRESETS[preset],
+      **{n: getattr(args, n) for n in DIM_FLAGS
+         if getattr(args, n) is not None})
+  steps, warmup, rounds, repeats = DEFAULTS.get(device.type, DEFAULTS["cpu"])
+  settings = torch_benchmark.Settings(
+      attn_implementation=args.attn_implementation,
+      steps=steps if args.steps is None else args.steps,
+      warmup=warmup if args.warmup is None else args.warmup,
+      rounds=rounds if args.rounds is None else args.rounds,
+      generate_repeats=(repeats if args.generate_repeats is None
+                        else args.generate_repeats),
+      compile=args.compile, learning_rate=args.learning_rate,
+      seed=args.seed, device=str(device), threads=args.threads)
+  models = None
+  if args.variants:
+    models = [v.strip() for v in args.variants.split(",") if v.strip()]
+  command = "python tools/benchmark_torch.py " + shlex.join(
+      sys.argv[1:] if argv is None else list(argv))
+  try:
+    report = torch_benchmark.run(dims, settings, models,
+                                 command=command.strip(), log=sys.stderr)
+  except ValueError as e:
+    print("error: %s" % e, file=sys.stderr)
+    return 2
+  report["preset"] = preset
+  text = torch_benchmark.markdown(report)
+  print(text, end="")
+  if args.output_dir:
+    os.makedirs(args.output_dir, exist_ok=True)
+    with open(os.path.join(args.output_dir, "torch_benchmark.json"),
+              "w") as f:
+      json.dump(report, f, indent=1)
+    with open(os.path.join(args.output_dir, "torch_benchmark.md"), "w") as f:
+      f.write(text)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

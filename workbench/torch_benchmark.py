@@ -1,0 +1,591 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Speed and memory of the PyTorch Synthesizer against transformers' T5.
+
+Every variant of the attention table (`mtf_synthesizer/attentions.py`:
+V, R, Fix, FR, D, FD and the mixtures) as a
+`MtfSynthesizerForConditionalGeneration`, and transformers' own
+`T5ForConditionalGeneration` (label "T5") as the baseline, at the same dims
+and attention implementation, side by side in one process. For each model:
+
+  * training steps/s: forward, backward and AdamW step (fused where the
+    device has it), the `labels=` loss, `use_cache=False`, dropout on; bf16
+    autocast on CUDA, float32 on CPU;
+  * greedy `generate()` new tokens/s with the cache (every row generates
+    exactly `new_tokens` tokens);
+  * peak memory of a training step: on CUDA `torch.cuda.max_memory_allocated`
+    with only that model (its weights, gradients and optimizer state) on the
+    device; on CPU torch keeps no allocator statistics, so none is given
+    ("n/a"); the state (weights, buffers, optimizer moments) is given on
+    every device.
+
+The models take turns in rounds (each round: every model's timed training
+steps, then its timed `generate()` calls), so a change of the machine's load
+falls on all of them; a figure is the median over the rounds' timings, and
+ratios are to T5 and to V (the dot product inside the Synthesizer's
+attention, T5's math in the export's layout).
+
+The model code is loaded from the checkout by its path, without importing
+the `mtf_synthesizer` package (which imports TensorFlow): this module needs
+only torch and transformers, and runs on a machine without TensorFlow.
+"""
+
+import contextlib
+import dataclasses
+import datetime
+import importlib
+import importlib.util
+import inspect
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import transformers
+from transformers.modeling_outputs import BaseModelOutput
+
+from workbench import checkout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The files read by path (no package import: see the module's docstring).
+HF_MODEL_DIR = os.path.join(ROOT, "mtf_synthesizer", "hf_model")
+ATTENTIONS_FILE = os.path.join(ROOT, "mtf_synthesizer", "attentions.py")
+# Names under which they are registered in sys.modules (private: they never
+# shadow the installed package's modules).
+_HF_MODEL_MODULE = "_torch_benchmark_hf_model"
+_ATTENTIONS_MODULE = "_torch_benchmark_attentions"
+
+T5 = "T5"  # transformers' T5ForConditionalGeneration, the baseline
+V = "V"  # the dot-product variant
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
+MIB = 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Dims:
+  """Model and data sizes, the same for every model.
+
+  Attributes:
+    d_model: model width.
+    num_heads: attention heads.
+    d_kv: width of a head.
+    d_ff: feed-forward width (relu, as T5.1.0 and T5-base).
+    num_layers: encoder blocks.
+    num_decoder_layers: decoder blocks.
+    vocab_size: vocabulary rows.
+    batch: examples per batch.
+    input_length: encoder tokens per example.
+    target_length: decoder tokens per example in training.
+    new_tokens: tokens `generate()` appends to each example.
+  """
+  d_model: int
+  num_heads: int
+  d_kv: int
+  d_ff: int
+  num_layers: int
+  num_decoder_layers: int
+  vocab_size: int
+  batch: int
+  input_length: int
+  target_length: int
+  new_tokens: int
+
+  @property
+  def max_length(self) -> int:
+    """N of the synthesizing functions: the longest sequence of a stack."""
+    return max(self.input_length, self.target_length, self.new_tokens + 1)
+
+  def describe(self) -> str:
+    """One line: the dims as the report prints them."""
+    return ("d_model %d, %d heads x %d, d_ff %d (relu), %d+%d blocks, vocab "
+            "%d, batch %d x %d inputs -> %d targets, %d new tokens, N = %d" %
+            (self.d_model, self.num_heads, self.d_kv, self.d_ff,
+             self.num_layers, self.num_decoder_layers, self.vocab_size,
+             self.batch, self.input_length, self.target_length,
+             self.new_tokens, self.max_length))
+
+
+# Presets: "cpu" (small dims), "gpu" (T5-base dims, 32 x 512 -> 128) and
+# "gpu-long" (8 x 2048 inputs, 6+6 blocks).
+PRESETS = {
+    "cpu": Dims(d_model=128, num_heads=4, d_kv=32, d_ff=512, num_layers=2,
+                num_decoder_layers=2, vocab_size=512, batch=8,
+                input_length=128, target_length=32, new_tokens=32),
+    "gpu": Dims(d_model=768, num_heads=12, d_kv=64, d_ff=3072, num_layers=12,
+                num_decoder_layers=12, vocab_size=32128, batch=32,
+                input_length=512, target_length=128, new_tokens=64),
+    "gpu-long": Dims(d_model=768, num_heads=12, d_kv=64, d_ff=3072,
+                     num_layers=6, num_decoder_layers=6, vocab_size=32128,
+                     batch=8, input_length=2048, target_length=128,
+                     new_tokens=64),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """How the models are measured.
+
+  Attributes:
+    attn_implementation: "sdpa" or "eager", for every model.
+    steps: timed training steps per model (split over the rounds).
+    warmup: untimed training steps per model before the first round.
+    rounds: rounds of turns (at most `steps`).
+    generate_repeats: timed `generate()` calls per model (split over the
+      rounds, the first rounds first); 0 skips generation.
+    compile: the training step's model call goes through `torch.compile`
+      (default mode); `generate()` is not compiled. The warmup pays the
+      compilation.
+    learning_rate: AdamW's.
+    seed: of the weights (per model) and of the batch (one for all).
+    device: "cuda", "cpu", or None: CUDA when present.
+    threads: torch's intra-op threads, or None: torch's default.
+  """
+  attn_implementation: str = "sdpa"
+  steps: int = 10
+  warmup: int = 2
+  rounds: int = 2
+  generate_repeats: int = 2
+  compile: bool = False
+  learning_rate: float = 1e-4
+  seed: int = 0
+  device: Optional[str] = None
+  threads: Optional[int] = None
+
+
+def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):
+  """Imports a file (or a package's __init__) under `name`."""
+  if name in sys.modules:
+    return sys.modules[name]
+  spec = importlib.util.spec_from_file_location(
+      name, path, submodule_search_locations=(
+          [package_dir] if package_dir else None))
+  if spec is None:
+    raise ImportError("cannot load %s" % path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module  # dataclasses look their module up here
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[name]
+    raise
+  return module
+
+
+def load_model_code():
+  """The checkout's `hf_model.modeling_mtf_synthesizer`, loaded by path.
+
+  Returns:
+    The modeling module (its `MtfSynthesizerConfig` is imported in it).
+  """
+  _load_by_path(_HF_MODEL_MODULE, os.path.join(HF_MODEL_DIR, "__init__.py"),
+                HF_MODEL_DIR)
+  return importlib.import_module(_HF_MODEL_MODULE +
+                                 ".modeling_mtf_synthesizer")
+
+
+def variants() -> List[Tuple[str, Tuple[str, ...]]]:
+  """The attention table's variants: [(label, synthesizing functions)].
+
+  Read from `mtf_synthesizer/attentions.py` by its path (it imports only
+  the standard library).
+  """
+  attentions = _load_by_path(_ATTENTIONS_MODULE, ATTENTIONS_FILE)
+  return [(a.label, tuple(a.components)) for a in attentions.VARIANTS]
+
+
+def model_labels() -> List[str]:
+  """Every model this benchmark can build: T5, then the variants."""
+  return [T5] + [label for label, _ in variants()]
+
+
+def resolve_device(device: Optional[str] = None) -> torch.device:
+  """The device to measure on: `device`, or CUDA when present, else CPU."""
+  if device:
+    return torch.device(device)
+  return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_name(device: torch.device) -> str:
+  """The device in words: the GPU's name, or the CPU model and its cores."""
+  if device.type == "cuda":
+    return torch.cuda.get_device_name(device)
+  model = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          model = line.split(":", 1)[1].strip()
+          break
+  except OSError:
+    pass
+  return "CPU: %s, %d cores visible, torch threads %d" % (
+      model, len(os.sched_getaffinity(0)) if hasattr(
+          os, "sched_getaffinity") else os.cpu_count(),
+      torch.get_num_threads())
+
+
+def build_model(label: str, dims: Dims, attn_implementation: str,
+                seed: int = 0) -> torch.nn.Module:
+  """One model of the benchmark, on the CPU, in training mode.
+
+  Args:
+    label: "T5" or a variant's label ("V", "R", "D+V", ...).
+    dims: the sizes.
+    attn_implementation: "sdpa" or "eager".
+    seed: of the initializer.
+
+  Returns:
+    `T5ForConditionalGeneration` or `MtfSynthesizerForConditionalGeneration`
+    with the same dims (tied embedding and output layer as T5-base, relu
+    feed-forward, relative bias shared per stack, dropout 0.1).
+  """
+  # pylint: disable=protected-access
+  torch.manual_seed(seed)
+  common = dict(vocab_size=dims.vocab_size, d_model=dims.d_model,
+                d_kv=dims.d_kv, d_ff=dims.d_ff, num_layers=dims.num_layers,
+                num_decoder_layers=dims.num_decoder_layers,
+                num_heads=dims.num_heads, feed_forward_proj="relu",
+                dropout_rate=0.1, tie_word_embeddings=True,
+                pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
+  if label == T5:
+    config = transformers.T5Config(**common)
+    model = transformers.T5ForConditionalGeneration._from_config(
+        config, attn_implementation=attn_implementation)
+  else:
+    components = dict(variants()).get(label)
+    if components is None:
+      raise ValueError("unknown model %r (known: %s)" %
+                       (label, ", ".join(model_labels())))
+    modeling = load_model_code()
+    config_class = modeling.MtfSynthesizerConfig
+    # N's field: `synthesizer_max_length` (a config's `max_length` is
+    # generate()'s), `max_length` in the first releases of the config.
+    n_field = ("synthesizer_max_length" if "synthesizer_max_length" in
+               inspect.signature(config_class.__init__).parameters
+               else "max_length")
+    common[n_field] = dims.max_length
+    config = config_class(encoder_synthesizers=components,
+                          decoder_synthesizers=components, **common)
+    model = modeling.MtfSynthesizerForConditionalGeneration._from_config(
+        config, attn_implementation=attn_implementation)
+  return model.train()
+
+
+def _optimizer(model: torch.nn.Module,
+               learning_rate: float) -> torch.optim.Optimizer:
+  """AdamW, fused where the device supports it, else foreach."""
+  params = [p for p in model.parameters() if p.requires_grad]
+  try:
+    return torch.optim.AdamW(params, lr=learning_rate, fused=True)
+  except (RuntimeError, ValueError):
+    return torch.optim.AdamW(params, lr=learning_rate, foreach=True)
+
+
+def _move(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+          device: torch.device) -> None:
+  """Moves a model and its optimizer state (in place)."""
+  model.to(device)
+  for state in optimizer.state.values():
+    for key, value in state.items():
+      if torch.is_tensor(value):
+        state[key] = value.to(device)
+
+
+def _state_bytes(model: torch.nn.Module,
+                 optimizer: torch.optim.Optimizer) -> int:
+  """Weights, buffers and optimizer state, in bytes."""
+  tensors = list(model.parameters()) + list(model.buffers())
+  for state in optimizer.state.values():
+    tensors += [v for v in state.values() if torch.is_tensor(v)]
+  seen, total = set(), 0
+  for t in tensors:
+    if id(t) not in seen:
+      seen.add(id(t))
+      total += t.numel() * t.element_size()
+  return total
+
+
+def _sync(device: torch.device) -> None:
+  if device.type == "cuda":
+    torch.cuda.synchronize(device)
+
+
+def _autocast(device: torch.device):
+  if device.type == "cuda":
+    return torch.autocast("cuda", dtype=torch.bfloat16)
+  return contextlib.nullcontext()
+
+
+@dataclasses.dataclass
+class _Entry:
+  """One model under measurement."""
+  label: str
+  components: Tuple[str, ...]
+  model: torch.nn.Module
+  optimizer: torch.optim.Optimizer
+  forward: Any
+  step_s: List[float] = dataclasses.field(default_factory=list)
+  generate_s: List[float] = dataclasses.field(default_factory=list)
+  generated: int = 0
+  peak_bytes: Optional[int] = None
+  losses: List[float] = dataclasses.field(default_factory=list)
+
+
+def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
+                device: torch.device) -> float:
+  """One training step; returns its seconds."""
+  _sync(device)
+  start = time.perf_counter()
+  with _autocast(device):
+    loss = entry.forward(**batch, use_cache=False).loss
+  loss.backward()
+  entry.optimizer.step()
+  entry.optimizer.zero_grad(set_to_none=True)
+  _sync(device)
+  seconds = time.perf_counter() - start
+  entry.losses.append(float(loss.detach()))
+  return seconds
+
+
+def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
+              device: torch.device) -> Tuple[float, int]:
+  """One greedy `generate()`; returns (seconds, new tokens)."""
+  model = entry.model
+  model.eval()
+  config = transformers.GenerationConfig(
+      max_new_tokens=dims.new_tokens, min_new_tokens=dims.new_tokens,
+      do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
+      eos_token_id=1, decoder_start_token_id=0)
+  _sync(device)
+  start = time.perf_counter()
+  with _autocast(device), torch.no_grad():
+    # The encoder runs here (timed), not inside generate(): the same work,
+    # and independent of the keywords generate() passes an encoder.
+    encoded = model.get_encoder()(**inputs)
+    encoded = BaseModelOutput(last_hidden_state=encoded[0])
+    out = model.generate(attention_mask=inputs["attention_mask"],
+                         encoder_outputs=encoded,
+                         generation_config=config)
+  _sync(device)
+  seconds = time.perf_counter() - start
+  model.train()
+  # The output starts with the decoder's start token.
+  return seconds, out.shape[0] * (out.shape[1] - 1)
+
+
+def _split(total: int, parts: int) -> List[int]:
+  """`total` as `parts` near-equal counts (the first ones larger)."""
+  return [total // parts + (i < total % parts) for i in range(parts)]
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+  return a / b if a and b else None
+
+
+def run(dims: Dims, settings: Settings,
+        models: Optional[Sequence[str]] = None,
+        command: Optional[str] = None,
+        log: Any = None) -> Dict[str, Any]:
+  """Measures the models side by side; returns the report.
+
+  Args:
+    dims: the sizes, the same for every model.
+    settings: what to measure and how.
+    models: labels ("T5", "V", "R", "D+V", ...; default every model). T5
+      and V are always measured (the ratios' references).
+    command: the command line, recorded in the report.
+    log: a file for progress lines (e.g. sys.stderr), or None.
+
+  Returns:
+    A JSON-serializable dict: "device", "torch", "transformers", "date",
+    "commit" (of the checkout), "dims", "settings", "command", and "results", one dict per model in
+    order: label, components, params, step_s, train_steps_per_s,
+    generate_tokens_per_s, peak_bytes (None on CPU), state_bytes, loss
+    (first and last), and the ratios *_vs_t5 and *_vs_v.
+  """
+  if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
+    raise ValueError("attn_implementation must be one of %s, got %r" % (
+        ATTN_IMPLEMENTATIONS, settings.attn_implementation))
+  if settings.steps < 1 or settings.rounds < 1:
+    raise ValueError("steps and rounds must be at least 1")
+  known = model_labels()
+  wanted = list(known) if not models else list(models)
+  unknown = [m for m in wanted if m not in known]
+  if unknown:
+    raise ValueError("unknown models %s (known: %s)" % (
+        unknown, ", ".join(known)))
+  labels = [m for m in known if m in set(wanted) | {T5, V}]
+  components = dict(variants())
+  device = resolve_device(settings.device)
+  if settings.threads:
+    torch.set_num_threads(settings.threads)
+  # On CUDA only the model being measured is on the device: its peak is its
+  # own, and models that do not fit side by side still run.
+  offload = device.type == "cuda"
+  rounds = min(settings.rounds, settings.steps)
+
+  def say(message):
+    if log is not None:
+      print(message, file=log, flush=True)
+
+  generator = torch.Generator().manual_seed(settings.seed)
+  ids = lambda length: torch.randint(  # pylint: disable=g-long-lambda
+      2, dims.vocab_size, (dims.batch, length), generator=generator)
+  batch = {"input_ids": ids(dims.input_length),
+           "attention_mask": torch.ones(dims.batch, dims.input_length,
+                                        dtype=torch.long),
+           "labels": ids(dims.target_length)}
+  batch = {k: v.to(device) for k, v in batch.items()}
+  inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
+
+  entries = []
+  for label in labels:
+    say("building %s" % label)
+    model = build_model(label, dims, settings.attn_implementation,
+                        settings.seed)
+    if not offload:
+      model.to(device)
+    optimizer = _optimizer(model, settings.learning_rate)
+    forward = torch.compile(model) if settings.compile else model
+    entries.append(_Entry(label, components.get(label, ()), model,
+                          optimizer, forward))
+
+  step_counts = _split(settings.steps, rounds)
+  generate_counts = _split(settings.generate_repeats, rounds)
+  for r in range(rounds):
+    for entry in entries:
+      if offload:
+        _sync(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        _move(entry.model, entry.optimizer, device)
+      # Untimed: the warmup before the first round; after a move, one step.
+      warm = settings.warmup if r == 0 else int(offload)
+      for _ in range(warm):
+        _train_step(entry, batch, device)
+      for _ in range(step_counts[r]):
+        entry.step_s.append(_train_step(entry, batch, device))
+      if offload:
+        _sync(device)
+        peak = torch.cuda.max_memory_allocated(device) - base
+        entry.peak_bytes = max(entry.peak_bytes or 0, peak)
+      if settings.generate_repeats and r == 0:
+        _generate(entry, inputs, dims, device)  # warmup
+      for _ in range(generate_counts[r]):
+        seconds, tokens = _generate(entry, inputs, dims, device)
+        entry.generate_s.append(seconds)
+        entry.generated = tokens
+      if offload:
+        _move(entry.model, entry.optimizer, torch.device("cpu"))
+        torch.cuda.empty_cache()
+      say("round %d/%d %-5s step %.4f s (median so far)" % (
+          r + 1, rounds, entry.label, statistics.median(entry.step_s)))
+
+  results = []
+  for entry in entries:
+    step = statistics.median(entry.step_s)
+    tokens_per_s = (entry.generated / statistics.median(entry.generate_s)
+                    if entry.generate_s else None)
+    results.append({
+        "label": entry.label,
+        "model": ("transformers T5ForConditionalGeneration"
+                  if entry.label == T5 else
+                  "MtfSynthesizerForConditionalGeneration"),
+        "components": list(entry.components),
+        "params": sum(p.numel() for p in entry.model.parameters()),
+        "step_s": step,
+        "step_s_all": entry.step_s,
+        "train_steps_per_s": 1.0 / step,
+        "generate_s_all": entry.generate_s,
+        "generate_tokens_per_s": tokens_per_s,
+        "peak_bytes": entry.peak_bytes,
+        "state_bytes": _state_bytes(entry.model, entry.optimizer),
+        "loss_first": entry.losses[0],
+        "loss_last": entry.losses[-1],
+    })
+  by_label = {r["label"]: r for r in results}
+  for result in results:
+    for key in ("train_steps_per_s", "generate_tokens_per_s", "peak_bytes"):
+      for ref in (T5, V):
+        result["%s_vs_%s" % (key, ref.lower())] = _ratio(
+            result[key], by_label[ref][key])
+  return {
+      "device": device_name(device),
+      "device_type": device.type,
+      "torch": torch.__version__,
+      "transformers": transformers.__version__,
+      "python": platform.python_version(),
+      "date": datetime.date.today().isoformat(),
+      "commit": checkout.commit(),
+      "dims": dataclasses.asdict(dims),
+      "dims_text": dims.describe(),
+      "settings": dataclasses.asdict(settings),
+      "rounds": rounds,
+      "command": command,
+      "results": results,
+  }
+
+
+def _number(value: Optional[float], digits: int = 2) -> str:
+  return "n/a" if value is None else "%.*f" % (digits, value)
+
+
+def _times(value: Optional[float]) -> str:
+  return "n/a" if value is None else "%.2fx" % value
+
+
+def markdown(report: Dict[str, Any]) -> str:
+  """The report as markdown: a header of facts, then one table row a model.
+
+  Args:
+    report: what `run` returns.
+
+  Returns:
+    The text, ending in a newline.
+  """
+  settings = report["settings"]
+  lines = [
+      "- device: %s" % report["device"],
+      "- torch %s, transformers %s, Python %s; %s; checkout %s" % (
+          report["torch"], report["transformers"], report["python"],
+          report["date"], report["commit"]),
+      "- dims: %s" % report["dims_text"],
+      "- attention implementation: %s; %s; training steps: %d timed per "
+      "model after %d warmup, in %d rounds; generate(): %d timed calls per "
+      "model%s" % (
+          settings["attn_implementation"],
+          "bf16 autocast" if report["device_type"] == "cuda" else "float32",
+          settings["steps"], settings["warmup"], report["rounds"],
+          settings["generate_repeats"],
+          "; torch.compile (training step)" if settings["compile"] else ""),
+  ]
+  if report.get("command"):
+    lines.append("- command: `%s`" % report["command"])
+  if report["device_type"] != "cuda":
+    lines.append("- peak memory: n/a on CPU (torch keeps no CPU allocator "
+                 "statistics); state = weights, buffers and AdamW moments")
+  lines += [
+      "",
+      "| model | functions | params (M) | train steps/s | vs T5 | vs V | "
+      "generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | state MiB |",
+      "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "| ---: | ---: |",
+  ]
+  for r in report["results"]:
+    peak = r["peak_bytes"]
+    lines.append("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s "
+                 "| %.1f |" % (
+                     r["label"], "+".join(r["components"]) or "(T5)",
+                     r["params"] / 1e6, _number(r["train_steps_per_s"]),
+                     _times(r["train_steps_per_s_vs_t5"]),
+                     _times(r["train_steps_per_s_vs_v"]),
+                     _number(r["generate_tokens_per_s"], 0),
+                     _times(r["generate_tokens_per_s_vs_t5"]),
+                     _times(r["generate_tokens_per_s_vs_v"]),
+                     "n/a" if peak is None else "%.0f" % (peak / MIB),
+                     _times(r["peak_bytes_vs_t5"]),
+                     r["state_bytes"] / MIB))
+  return "\n".join(lines) + "\n"
