@@ -87,6 +87,7 @@ class MtfSynthesizerConfig(PretrainedConfig):
       shared_embedding: bool = True,
       max_position_embeddings: Optional[int] = None,
       z_loss: float = 1e-4,
+      loss_denominator: str = "tokens",
       **kwargs):
     """Creates the configuration.
 
@@ -146,6 +147,11 @@ class MtfSynthesizerConfig(PretrainedConfig):
         added to the embeddings (mesh's positional_embedding), or None.
       z_loss: mesh's auxiliary loss z_loss * log(Z)^2 per token, added in
         training only (mesh's default 1e-4; T5 trained with it).
+      loss_denominator: "tokens": the loss is the mean over the target
+        tokens (labels != -100), as transformers' models report it;
+        "positions": the sum over the tokens divided by batch x target
+        length, as mesh divides it (with Adafactor, whose updates are
+        normalized, only mesh's choice weighs the batches as mesh does).
       **kwargs: PretrainedConfig's.
     """
     self.vocab_size = vocab_size
@@ -212,6 +218,10 @@ class MtfSynthesizerConfig(PretrainedConfig):
     self.shared_embedding = shared_embedding
     self.max_position_embeddings = max_position_embeddings
     self.z_loss = z_loss
+    if loss_denominator not in ("tokens", "positions"):
+      raise ValueError("loss_denominator must be 'tokens' or 'positions', "
+                       "got %r" % (loss_denominator,))
+    self.loss_denominator = loss_denominator
     super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
                      decoder_start_token_id=decoder_start_token_id,
                      is_encoder_decoder=is_encoder_decoder,

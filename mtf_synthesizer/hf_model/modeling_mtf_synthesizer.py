@@ -55,6 +55,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.modeling_outputs import Seq2SeqModelOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.optimization import Adafactor
 
 # pylint: disable-next=relative-beyond-top-level
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
@@ -121,6 +122,26 @@ def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     raise ValueError("activation %r is not supported (supported: %s)" %
                      (name, sorted(functions)))
   return functions[name]
+
+
+def _linear(d_in: int, d_out: int, std: float, bias: bool = False,
+            truncated: bool = False) -> nn.Linear:
+  """nn.Linear that carries mesh's initializer of its kernel.
+
+  Args:
+    d_in: input width.
+    d_out: output width.
+    std: the initializer's standard deviation (before truncation).
+    bias: with a bias (initialized to 0).
+    truncated: a normal truncated at two standard deviations (mesh's
+      `mtf.layers.dense` default) instead of a plain normal.
+
+  Returns:
+    The layer; `_init_weights` reads its `mesh_initializer`.
+  """
+  layer = nn.Linear(d_in, d_out, bias=bias)
+  layer.mesh_initializer = ("truncated" if truncated else "normal", std)
+  return layer
 
 
 @dataclasses.dataclass
@@ -236,8 +257,8 @@ class _DenseHidden(nn.Module):
     self.num_heads = config.num_heads
     self.hidden_size = config.dense_hidden_size or config.d_kv
     self.use_bias = config.synthesizer_use_bias
-    self.w1 = nn.Linear(config.d_model, self.num_heads * self.hidden_size,
-                        bias=self.use_bias)
+    self.w1 = _linear(config.d_model, self.num_heads * self.hidden_size,
+                      config.d_model**-0.5, bias=self.use_bias)
 
   def hidden(self, x: torch.Tensor) -> torch.Tensor:
     """[batch, t, d_model] -> [batch, heads, t, hidden]."""
@@ -408,14 +429,17 @@ class MtfSynthesizerAttention(nn.Module):
         setattr(self, name, FUNCTIONS[name](config))
     self.needs_queries = self.has_dot_product or any(
         f.needs_queries for f in self.synthesizers())
+    d = config.d_model
     inner = self.num_heads * self.d_kv
     memory_inner = self.memory_heads * self.d_kv
     if self.needs_queries:
-      self.q = nn.Linear(config.d_model, inner, bias=False)
+      # mesh folds the 1/sqrt(d_kv) query scale into the initializer.
+      self.q = _linear(d, inner, d**-0.5 if config.scale_queries
+                       else (d * self.d_kv)**-0.5)
     if self.has_dot_product:
-      self.k = nn.Linear(config.d_model, memory_inner, bias=False)
-    self.v = nn.Linear(config.d_model, memory_inner, bias=False)
-    self.o = nn.Linear(inner, config.d_model, bias=False)
+      self.k = _linear(d, memory_inner, d**-0.5)
+    self.v = _linear(d, memory_inner, d**-0.5)
+    self.o = _linear(inner, d, inner**-0.5)
     if len(functions) > 1 and config.learned_mixture_weights:
       self.alpha_logits = nn.Parameter(torch.zeros(len(functions),
                                                    self.num_heads))
@@ -521,12 +545,13 @@ class MtfSynthesizerDenseReluDense(nn.Module):
     super().__init__()
     self.gated = config.is_gated_act
     self.act = _activation(config.dense_act_fn)
+    d, d_ff = config.d_model, config.d_ff
     if self.gated:
-      self.wi_0 = nn.Linear(config.d_model, config.d_ff, bias=False)
-      self.wi_1 = nn.Linear(config.d_model, config.d_ff, bias=False)
+      self.wi_0 = _linear(d, d_ff, d**-0.5, truncated=True)
+      self.wi_1 = _linear(d, d_ff, d**-0.5, truncated=True)
     else:
-      self.wi = nn.Linear(config.d_model, config.d_ff, bias=False)
-    self.wo = nn.Linear(config.d_ff, config.d_model, bias=False)
+      self.wi = _linear(d, d_ff, d**-0.5, truncated=True)
+    self.wo = _linear(d_ff, d, d_ff**-0.5, truncated=True)
     self.dropout = nn.Dropout(config.dropout_rate)
 
   def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -633,13 +658,15 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def _init_weights(self, module: nn.Module) -> None:
     """mesh's initializer of each weight (mesh_tensorflow and this package).
 
-    Embeddings N(0, 1); the query kernel N(0, (d_model d_kv)^-1/2) (mesh
-    folds the 1/sqrt(d_kv) scale into it; with scale_queries, d_model^-1/2),
-    keys and values N(0, d_model^-1/2), the output N(0, (heads d_kv)^-1/2);
-    feed-forward and softmax kernels truncated normal with 1/sqrt(fan_in);
-    the relative bias and R, FR uniform (glorot on the original release's
-    shapes); D and FD kernels N(0, fan_in^-1/2), their biases and the
-    mixture logits 0; norms 1. `initializer_factor` multiplies each scale.
+    Each weight is initialized by the module that holds it: nn.Linear by
+    the `mesh_initializer` it was made with (the query kernel N(0,
+    (d_model d_kv)^-1/2), mesh folding the 1/sqrt(d_kv) scale into it;
+    keys, values, D's and FD's first layer N(0, d_model^-1/2); the output
+    N(0, (heads d_kv)^-1/2); feed-forward and softmax kernels truncated
+    normal with 1/sqrt(fan_in)); embeddings N(0, 1); the relative bias and
+    R, FR uniform (glorot on the original release's shapes); D's and FD's
+    tables N(0, fan_in^-1/2), their biases and the mixture logits 0; norms
+    1. `initializer_factor` multiplies each scale.
     """
     config = self.config
     factor = config.initializer_factor
@@ -663,21 +690,15 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
       uniform(module.weight, math.sqrt(6.0 / sum(module.weight.shape)))
     elif isinstance(module, nn.Embedding):
       normal(module.weight, 1.0)
+    elif isinstance(module, nn.Linear):
+      kind, std = getattr(module, "mesh_initializer",
+                          ("normal", module.in_features**-0.5))
+      (truncated if kind == "truncated" else normal)(module.weight, std)
+      if module.bias is not None:
+        init.zeros_(module.bias)
     elif isinstance(module, MtfSynthesizerAttention):
-      if hasattr(module, "q"):
-        std = d**-0.5 if config.scale_queries else (d * dk)**-0.5
-        normal(module.q.weight, std)
-      if hasattr(module, "k"):
-        normal(module.k.weight, d**-0.5)
-      normal(module.v.weight, d**-0.5)
-      normal(module.o.weight, (heads * dk)**-0.5)
       if hasattr(module, "alpha_logits"):
         init.zeros_(module.alpha_logits)
-    elif isinstance(module, MtfSynthesizerDenseReluDense):
-      for name in ("wi", "wi_0", "wi_1"):
-        if hasattr(module, name):
-          truncated(getattr(module, name).weight, d**-0.5)
-      truncated(module.wo.weight, config.d_ff**-0.5)
     elif isinstance(module, MtfSynthesizerRandom):
       # The original release's glorot scale on its [N, heads, N] variable.
       uniform(module.R, math.sqrt(6.0 / (heads * n + n * n)))
@@ -688,10 +709,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
       uniform(module.R2, limit)
     elif isinstance(module, (MtfSynthesizerDense,
                              MtfSynthesizerFactorizedDense)):
-      if hasattr(module, "w1"):
-        normal(module.w1.weight, d**-0.5)
-        if module.w1.bias is not None:
-          init.zeros_(module.w1.bias)
       for name in ("w2", "wa", "wb"):
         if hasattr(module, name):
           weight = getattr(module, name)
@@ -699,8 +716,31 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
       for name in ("b2", "ba", "bb"):
         if hasattr(module, name):
           init.zeros_(getattr(module, name))
-    elif module is getattr(self, "lm_head", None):
-      truncated(module.weight, d**-0.5)  # mesh's softmax kernel
+
+  def mesh_optimizer(self, total_steps: Optional[int] = None,
+                     **schedule) -> Tuple["MeshAdafactor",
+                                          torch.optim.lr_scheduler.LambdaLR]:
+    """The optimizer and schedule that train this model as mesh trains it.
+
+    With them, set `config.loss_denominator = "positions"` (mesh's loss
+    normalization) and `config.dropout_rate` to the mesh run's: from the
+    same weights and batches, the losses are mesh's
+    (tests/test_torch_follows_mesh.py).
+
+    Args:
+      total_steps: the training's steps (the schedule's linear decay).
+      **schedule: `mesh_learning_rate`'s other arguments (warmup_steps,
+        linear_decay_fraction, constant).
+
+    Returns:
+      (MeshAdafactor, its LambdaLR): step both after each batch, as
+      transformers' Trainer does with `optimizers=(optimizer, schedule)`.
+    """
+    optimizer = MeshAdafactor(self)
+    rate = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: mesh_learning_rate(step, total_steps,
+                                                   **schedule))
+    return optimizer, rate
 
   def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
     """The decoder inputs of targets: decoder_start_token_id, then labels."""
@@ -1000,30 +1040,140 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         encoder_attentions=getattr(encoder_outputs, "attentions", None))
 
 
-def mesh_loss(logits: torch.Tensor, labels: torch.Tensor,
-              z_loss: float) -> torch.Tensor:
-  """Cross entropy + z_loss * log(Z)^2, averaged over labels != -100.
+def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
+              per_position: bool = False) -> torch.Tensor:
+  """Cross entropy + z_loss * log(Z)^2 of the tokens (labels != -100).
 
-  mesh's loss (`softmax_cross_entropy_with_logits` with z_loss); mesh divides
-  the sum by batch x length, this by the tokens, as transformers' models do.
+  mesh's loss (`softmax_cross_entropy_with_logits` with z_loss).
 
   Args:
-    logits: [..., vocab].
-    labels: [...], -100 where ignored.
+    logits: [batch, length, vocab].
+    labels: [batch, length], -100 where ignored.
     z_loss: the auxiliary loss's weight (0: plain cross entropy).
+    per_position: divide the sum by batch x length, as mesh does; else by
+      the tokens.
 
   Returns:
     A scalar.
   """
+  positions = labels.numel()
   logits = logits.float().reshape(-1, logits.shape[-1])
   labels = labels.reshape(-1)
   keep = labels != -100
+  log_z = torch.logsumexp(logits, dim=-1)
+  picked = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+  per_token = log_z - picked
   if z_loss:
-    log_z = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0]
-    per_token = log_z - picked + z_loss * log_z.square()
-    return (per_token * keep).sum() / keep.sum().clamp(min=1)
-  return nn.functional.cross_entropy(logits, labels, ignore_index=-100)
+    per_token = per_token + z_loss * log_z.square()
+  total = (per_token * keep).sum()
+  if per_position:
+    return total / positions
+  return total / keep.sum().clamp(min=1)
+
+
+# ---------------------------------------------------------------------------
+# Training as mesh trains: its Adafactor and learning-rate schedule.
+
+# mesh's AdafactorOptimizer factors the second moment of a variable whose two
+# largest dimensions are at least this long (T5's setting).
+MIN_DIM_SIZE_TO_FACTOR = 128
+
+
+def _mesh_shape(name: str, parameter: torch.Tensor,
+                config: MtfSynthesizerConfig) -> Tuple[int, ...]:
+  """The shape mesh gives the variable of a parameter (up to order)."""
+  if name.endswith(".w1.weight"):  # D's, FD's [d_model, heads, hidden]
+    return (parameter.shape[1], config.num_heads,
+            parameter.shape[0] // config.num_heads)
+  return tuple(parameter.shape)
+
+
+def mesh_factored(mesh_shape: Tuple[int, ...],
+                  shape: Tuple[int, ...]) -> bool:
+  """Whether mesh's Adafactor factors the variable, as PyTorch can.
+
+  mesh factors over the two largest dimensions when both reach
+  MIN_DIM_SIZE_TO_FACTOR; transformers' Adafactor over the last two, which
+  in this model's layouts are those two. One exception: D's and FD's first
+  layer, whose PyTorch weight merges two of mesh's three dimensions, is
+  left whole where mesh would factor it (a per-head hidden width or a head
+  count of 128 or more).
+
+  Args:
+    mesh_shape: the variable's shape in mesh.
+    shape: the parameter's shape in PyTorch.
+
+  Returns:
+    True to factor the parameter's second moment.
+  """
+  sizes = sorted(mesh_shape, reverse=True)
+  if len(sizes) < 2 or sizes[1] < MIN_DIM_SIZE_TO_FACTOR:
+    return False
+  return len(shape) >= 2 and sorted(shape[-2:], reverse=True) == sizes[:2]
+
+
+class MeshAdafactor(Adafactor):
+  """transformers' Adafactor with mesh's (and T5's) settings.
+
+  beta1 0 (no momentum), decay rate 1 - (step + 1)^-0.8, update clipping
+  at 1, epsilons 1e-30 and 1e-3, the step scaled by the parameter's RMS,
+  and the second moment factored where mesh factors it (`mesh_factored`).
+  The learning rate comes from a schedule (`mesh_learning_rate`).
+  """
+
+  def __init__(self, model: "MtfSynthesizerPreTrainedModel",
+               learning_rate: float = 1.0):
+    """Creates the optimizer over the model's trainable parameters.
+
+    Args:
+      model: the model.
+      learning_rate: the base rate (the schedule multiplies it).
+    """
+    groups = {True: [], False: []}
+    for name, parameter in model.named_parameters():
+      if parameter.requires_grad:
+        shape = _mesh_shape(name, parameter, model.config)
+        groups[mesh_factored(shape, tuple(parameter.shape))].append(
+            parameter)
+    super().__init__(
+        [{"params": p, "factored": f} for f, p in groups.items() if p],
+        lr=learning_rate, eps=(1e-30, 1e-3), clip_threshold=1.0,
+        decay_rate=-0.8, beta1=None, weight_decay=0.0,
+        scale_parameter=True, relative_step=False, warmup_init=False)
+
+  @staticmethod
+  def _get_options(param_group, param_shape):
+    return param_group["factored"], param_group["beta1"] is not None
+
+
+def mesh_learning_rate(step: int, total_steps: Optional[int] = None,
+                       warmup_steps: int = 10000,
+                       linear_decay_fraction: float = 0.1,
+                       constant: Optional[float] = None) -> float:
+  """mesh's learning rate at a step (0 at the first update).
+
+  The default is mesh's `learning_rate_schedule_noam`, as T5 pre-trained:
+  rsqrt(max(step, warmup_steps)), decaying linearly to 0 over the last
+  linear_decay_fraction of total_steps; `constant` gives T5's finetuning
+  rate (0.001) instead.
+
+  Args:
+    step: the global step.
+    total_steps: the training's steps (None: no decay).
+    warmup_steps: the rate is constant until here.
+    linear_decay_fraction: the decaying end of the training.
+    constant: a constant rate instead of the schedule.
+
+  Returns:
+    The learning rate.
+  """
+  if constant is not None:
+    return constant
+  rate = max(step, warmup_steps)**-0.5
+  if total_steps and linear_decay_fraction > 0:
+    rate *= min(1.0, (total_steps - step) /
+                (total_steps * linear_decay_fraction))
+  return rate
 
 
 class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
@@ -1034,7 +1184,8 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__(config)
     self.model = MtfSynthesizerModel(config)
-    self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+    self.lm_head = _linear(config.d_model, config.vocab_size,
+                           config.d_model**-0.5, truncated=True)
     if not (config.tie_word_embeddings and config.shared_embedding):
       self._tied_weights_keys = {}
     self.post_init()
@@ -1101,7 +1252,8 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     loss = None
     if labels is not None:
       loss = mesh_loss(logits, labels,
-                       self.config.z_loss if self.training else 0.0)
+                       self.config.z_loss if self.training else 0.0,
+                       self.config.loss_denominator == "positions")
     return Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
         decoder_hidden_states=out.decoder_hidden_states,
@@ -1131,7 +1283,8 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     self.model = MtfSynthesizerStack(config, True,
                                      config.decoder_synthesizers,
                                      config.num_layers)
-    self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+    self.lm_head = _linear(config.d_model, config.vocab_size,
+                           config.d_model**-0.5, truncated=True)
     if not config.tie_word_embeddings:
       self._tied_weights_keys = {}
     self.post_init()
@@ -1208,7 +1361,8 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     loss = None
     if labels is not None:
       loss = mesh_loss(logits[:, :-1], labels[:, 1:],
-                       config.z_loss if self.training else 0.0)
+                       config.z_loss if self.training else 0.0,
+                       config.loss_denominator == "positions")
     return CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
         hidden_states=out.hidden_states, attentions=out.attentions)
