@@ -850,9 +850,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
                            attention_mask.shape[-1], s))
     positions = Positions(start, t, s)
     if position_ids is not None:
-      if attention_mask is None:
-        raise ValueError("position_ids need an attention_mask")
-      memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+      if attention_mask is None:  # no padding (generate() drops all-1 masks)
+        memory = torch.arange(s, device=device)[None].expand(b, s)
+      else:
+        memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
       positions = Positions(start, t, s, position_ids.long(), memory)
     query = torch.arange(start, s, device=device)
     memory_positions = torch.arange(s, device=device)
