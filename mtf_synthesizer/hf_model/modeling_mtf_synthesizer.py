@@ -906,9 +906,12 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
         bias = shared_bias
       else:
         bias = mask
+      # The cache by keyword: gradient checkpointing drops it (a replayed
+      # block would append its keys and values again).
       x, self_weights, cross_weights = block(
           x, bias, positions, encoder_hidden_states, cross_bias,
-          past_key_values, output_attentions)
+          past_key_values=past_key_values,
+          output_attentions=output_attentions)
       if output_attentions:
         attentions += (self_weights,)
         if cross_attentions is not None:
