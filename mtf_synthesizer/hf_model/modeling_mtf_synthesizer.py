@@ -653,6 +653,9 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   _supports_flex_attn = False
   _supports_attention_backend = False
   _keys_to_ignore_on_load_unexpected = []
+  # The loss is a mean per call (mesh_loss ignores num_items_in_batch): the
+  # Trainer must divide it over gradient accumulation steps itself.
+  accepts_loss_kwargs = False
 
   @torch.no_grad()
   def _init_weights(self, module: nn.Module) -> None:
