@@ -20,7 +20,7 @@ Two fixes, each applied only when needed, and one entry point:
     stand-in whose `HfPyTorchModel` explains what is missing.
   * In the stock CLI only (the program is `t5_mesh_transformer`), once
     `--module_import=mtf_synthesizer` has imported the package,
-    `mtf_synthesizer.cli_entry.run()` checks the CLI's flags and applies
+    `mtf_synthesizer.stock_cli.entry.run()` checks the CLI's flags and applies
     `MTF_SYNTH_CPU_DEVICES`. Importing the package anywhere else has no
     side effect.
 """
@@ -92,7 +92,7 @@ class _ThenRun(importlib.abc.Loader):
 
 
 def _run_cli_entry() -> None:
-  importlib.import_module(_PACKAGE + ".cli_entry").run()
+  importlib.import_module(_PACKAGE + ".stock_cli.entry").run()
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -6,47 +6,129 @@
 package's gin folder to gin's search path, so `--gin_file=synthesizer/...`
 resolves. Nothing else happens at import: the stock CLI's early flag checks
 and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
-(`_mtf_synthesizer_hooks.py`), only in the stock CLI (see `cli_entry.py`).
+(`_mtf_synthesizer_hooks.py`), only in the stock CLI (`stock_cli/`).
 
-`mtf_synthesizer.MtfModel` is T5's Python API with a variant
-(`mtf_model.py`); it is imported on first use, so that importing the layers
-does not import `t5.models`.
+  attentions.py   THE table: the paper's variants, the baselines, mesh's own
+  core/           the paper's core: the synthesizing functions (Equations
+                  1-8), SynthesizerAttention, the NumPy reference
+  ops/            the mtf operations with their gradients, each once
+  baselines/      the attentions the paper compares against
+  checkpoints/    variable names; starting from T5; the original release
+  training/       the lean Adafactor, deterministic steps, summaries
+  mtf_model.py    T5's Python API (MtfModel) with a variant
+  stock_cli/      what the stock t5_mesh_transformer runs at start-up
+  jobs/           stock-CLI commands as data, the runner, Cloud TPU jobs
+  commands/       the installed commands (export, TPU jobs, conversion)
+  hf_export.py, hf_model/
+                  the export to PyTorch / transformers
+  gin/            the gin files (installed from the checkout's gin/)
+
+`mtf_synthesizer.MtfModel` is imported on first use, so that importing the
+layers does not import `t5.models`. The modules' former paths
+(`mtf_synthesizer.synthesizers`, `.layer`, `.release`, ...) still import:
+`_FORMER_PATHS` maps each to its module.
 """
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
 
 import _mtf_synthesizer_hooks  # pylint: disable=unused-import
 import gin
 
-from mtf_synthesizer import gin_path
+# Former module paths (before the subpackages) -> the module's path now.
+_FORMER_PATHS = {
+    "synthesis": "core.synthesis",
+    "synthesizers": "core.synthesizers",
+    "layer": "core.layer",
+    "reference": "core.reference",
+    "linformer": "baselines.linformer",
+    "local_attention": "baselines.local_attention",
+    "local_conv": "baselines.local_conv",
+    "encoder_classifier": "baselines.encoder_classifier",
+    "release": "checkpoints.release",
+    "release_checkpoint": "checkpoints.release_checkpoint",
+    "optimize": "training.optimize",
+    "determinism": "training.determinism",
+    "summaries": "training.summaries",
+    "cli_entry": "stock_cli.entry",
+    "cli_checks": "stock_cli.checks",
+    "cli_settings": "stock_cli.settings",
+    "cpu_devices": "stock_cli.cpu_devices",
+    "gin_path": "stock_cli.gin_path",
+    "mesh_defaults": "jobs.mesh_defaults",
+}
+
+
+class _FormerPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+  """Imports `mtf_synthesizer.<former path>` as the module it moved to.
+
+  The same module object under both names: what a user's code, a gin file's
+  `import` line or a saved operative config names keeps working.
+  """
+
+  def __init__(self):
+    self._own_specs = {}
+
+  def find_spec(self, fullname, path=None, target=None):
+    del path, target
+    package, _, name = fullname.rpartition(".")
+    if package == __name__ and name in _FORMER_PATHS:
+      return importlib.util.spec_from_loader(fullname, self)
+    return None
+
+  def create_module(self, spec):
+    name = spec.name.rpartition(".")[2]
+    module = importlib.import_module(
+        "%s.%s" % (__name__, _FORMER_PATHS[name]))
+    self._own_specs[spec.name] = module.__spec__
+    return module
+
+  def exec_module(self, module):
+    # Already executed under its own name; the import system has just set
+    # its __spec__ to the former path's: give it back its own.
+    module.__spec__ = self._own_specs.pop(module.__spec__.name)
+
+
+if not any(isinstance(f, _FormerPaths) for f in sys.meta_path):
+  sys.meta_path.insert(0, _FormerPaths())
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer.stock_cli import gin_path
 
 GIN_DIR = gin_path.GIN_DIR
 gin.add_config_file_search_path(GIN_DIR)
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import attentions
 from mtf_synthesizer import checkpoints
-from mtf_synthesizer import determinism
-from mtf_synthesizer import encoder_classifier
-from mtf_synthesizer import linformer
-from mtf_synthesizer import local_attention
-from mtf_synthesizer import local_conv
-from mtf_synthesizer import optimize
-from mtf_synthesizer import release
-from mtf_synthesizer import synthesizers
-from mtf_synthesizer.layer import SynthesizerAttention
-from mtf_synthesizer.linformer import LinformerAttention
-from mtf_synthesizer.local_attention import WindowedSelfAttention
-from mtf_synthesizer.local_conv import DecodableLocalConvAttnBlock
-from mtf_synthesizer.optimize import LeanAdafactorOptimizer
-from mtf_synthesizer.synthesizers import Dense
-from mtf_synthesizer.synthesizers import DotProduct
-from mtf_synthesizer.synthesizers import FactorizedDense
-from mtf_synthesizer.synthesizers import FactorizedRandom
-from mtf_synthesizer.synthesizers import FixedRandom
-from mtf_synthesizer.synthesizers import Mixture
-from mtf_synthesizer.synthesizers import Random
+from mtf_synthesizer.baselines import encoder_classifier
+from mtf_synthesizer.baselines import linformer
+from mtf_synthesizer.baselines import local_attention
+from mtf_synthesizer.baselines import local_conv
+from mtf_synthesizer.baselines.linformer import LinformerAttention
+from mtf_synthesizer.baselines.local_attention import WindowedSelfAttention
+from mtf_synthesizer.baselines.local_conv import DecodableLocalConvAttnBlock
+from mtf_synthesizer.checkpoints import release
+from mtf_synthesizer.core import layer
+from mtf_synthesizer.core import synthesis
+from mtf_synthesizer.core import synthesizers
+from mtf_synthesizer.core.layer import SynthesizerAttention
+from mtf_synthesizer.core.synthesizers import Dense
+from mtf_synthesizer.core.synthesizers import DotProduct
+from mtf_synthesizer.core.synthesizers import FactorizedDense
+from mtf_synthesizer.core.synthesizers import FactorizedRandom
+from mtf_synthesizer.core.synthesizers import FixedRandom
+from mtf_synthesizer.core.synthesizers import Mixture
+from mtf_synthesizer.core.synthesizers import Random
+from mtf_synthesizer.training import determinism
+from mtf_synthesizer.training import optimize
+from mtf_synthesizer.training.optimize import LeanAdafactorOptimizer
 
 
 def __getattr__(name):
+  if name in _FORMER_PATHS:  # `mtf_synthesizer.summaries`, not yet imported
+    return importlib.import_module("%s.%s" % (__name__, _FORMER_PATHS[name]))
   if name == "MtfModel":
     from mtf_synthesizer.mtf_model import MtfModel  # pylint: disable=redefined-outer-name
     return MtfModel

@@ -13,7 +13,7 @@ and before the constructor's `extra_gin_bindings` (which still win). When
 the estimator starts from a checkpoint (`finetune`, `train(init_checkpoint=
 ...)`), `synthesizer/init_from_t5.gin` is applied too, so that q/k/v/o come
 from a vanilla T5 checkpoint's `SelfAttention` (or from a Synthesizer's own
-names) and nothing else is re-initialised silently (`checkpoints.py`).
+names) and nothing else is re-initialised silently (`checkpoints/from_t5.py`).
 
 T5's own default schedule works here: `t5.models.MtfModel` hands its
 `learning_rate_schedule` (mesh's `learning_rate_schedule_noam` unless given)
@@ -41,7 +41,7 @@ import t5.models
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer import gin_path
+from mtf_synthesizer.stock_cli import gin_path
 
 INIT_FROM_T5_GIN = "synthesizer/init_from_t5.gin"
 

@@ -21,7 +21,7 @@ import tensorflow.compat.v1 as tf
 
 import conftest
 import lowering as lowering_lib
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.core import reference as ref
 from workbench import attention_layers as layers_lib
 from workbench import attention_maps as maps
 from workbench import pictures as ap

@@ -25,7 +25,7 @@ import tensorflow.compat.v1 as tf
 
 import doc_blocks
 from mtf_synthesizer import attentions
-from mtf_synthesizer import cli_checks
+from mtf_synthesizer.stock_cli import checks as cli_checks
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import events
 from mtf_synthesizer.jobs import runner

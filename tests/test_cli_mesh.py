@@ -12,7 +12,7 @@ per variant on 2 cores.
 import numpy as np
 import pytest
 
-from mtf_synthesizer import cpu_devices
+from mtf_synthesizer.stock_cli import cpu_devices
 from workbench import mesh_check
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.

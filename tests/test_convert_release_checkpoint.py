@@ -4,7 +4,7 @@
 
 import numpy as np
 
-from mtf_synthesizer import release_checkpoint as tool
+from mtf_synthesizer.checkpoints import release_checkpoint as tool
 
 
 def test_converts_a_release_checkpoint_file(tmp_path):

@@ -24,8 +24,8 @@ import layer_harness
 import lowering as lowering_lib
 import mtf_synthesizer as ms
 from mtf_synthesizer import attentions
-from mtf_synthesizer import reference as ref
-from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import reference as ref
+from mtf_synthesizer.core import synthesizers
 from mtf_synthesizer.ops import positions as positions_lib
 
 HEADS, DK = 2, 4

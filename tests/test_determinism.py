@@ -21,7 +21,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import graph_order
-from mtf_synthesizer import determinism
+from mtf_synthesizer.training import determinism
 
 LENGTH = 8
 VOCABULARY = 16

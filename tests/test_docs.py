@@ -62,7 +62,7 @@ from t5.models import mesh_transformer_main  # defines the CLI's flags
 
 import conftest
 import doc_blocks
-from mtf_synthesizer import gin_path
+from mtf_synthesizer.stock_cli import gin_path
 from mtf_synthesizer.jobs import commands
 import t5_tasks  # pylint: disable=unused-import  (registers the tasks)
 from t5_tasks import pydocs

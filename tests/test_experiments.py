@@ -248,7 +248,7 @@ def test_predict_labels_refuses_an_autoregressive_model():
       input_vocab_size=16, output_vocab_size=16, autoregressive=True,
       max_length=8)
   with pytest.raises(ValueError, match="encoder-only"):
-    mtf_synthesizer.encoder_classifier.predict_labels(model, {}, None)
+    mtf_synthesizer.baselines.encoder_classifier.predict_labels(model, {}, None)
 
 
 _SCORE_INPUTS = ["def add(a, b):", "import os", "def add(a, b):"]

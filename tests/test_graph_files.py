@@ -11,7 +11,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from mtf_synthesizer import graph_files
+from mtf_synthesizer.stock_cli import graph_files
 
 
 @pytest.fixture(autouse=True)

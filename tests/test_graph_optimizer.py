@@ -13,8 +13,8 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import run_config
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from mtf_synthesizer import cpu_devices
-from mtf_synthesizer import graph_optimizer
+from mtf_synthesizer.stock_cli import cpu_devices
+from mtf_synthesizer.stock_cli import graph_optimizer
 
 _DEFAULT = run_config.get_default_session_config
 

@@ -9,8 +9,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import layer_harness
-from mtf_synthesizer import linformer
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.baselines import linformer
+from mtf_synthesizer.core import reference as ref
 
 HEADS, DK, D_MODEL, K = 2, 4, 8, 3
 BATCH, LENGTH, MAX_LEN = 2, 6, 8

@@ -14,8 +14,8 @@ import pytest
 
 import decode_harness as dh
 import layer_harness
-from mtf_synthesizer import local_attention
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.baselines import local_attention
+from mtf_synthesizer.core import reference as ref
 import t5.models
 
 for _module in (mesh_tensorflow.transformer, t5.models):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import decode_harness as dh
-from mtf_synthesizer import local_conv
+from mtf_synthesizer.baselines import local_conv
 import t5.models
 
 # Builds and decodes many small models (about a minute): `make test-fast`

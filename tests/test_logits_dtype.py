@@ -32,8 +32,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import lowering as lowering_lib
-from mtf_synthesizer import reference as ref
-from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import reference as ref
+from mtf_synthesizer.core import synthesizers
 
 BATCH, LENGTH, D_MODEL, HEADS, DK, MAX_LEN = 2, 6, 8, 2, 4, 8
 BF16 = tf.bfloat16.as_numpy_dtype

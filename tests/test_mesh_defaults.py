@@ -7,7 +7,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import utils as mtf_utils
 import pytest
 
-from mtf_synthesizer import mesh_defaults
+from mtf_synthesizer.jobs import mesh_defaults
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -21,7 +21,7 @@ import tensorflow.compat.v1 as tf
 
 import graph_order
 import lowering as lowering_lib
-from mtf_synthesizer import optimize
+from mtf_synthesizer.training import optimize
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
 

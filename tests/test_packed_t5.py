@@ -22,8 +22,8 @@ import tensorflow.compat.v1 as tf
 
 import lowering as lowering_lib
 from mtf_synthesizer import attentions
-from mtf_synthesizer import layer as layer_lib
-from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import layer as layer_lib
+from mtf_synthesizer.core import synthesizers
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ import tensorflow.compat.v1 as tf
 import layer_harness
 import lowering as lowering_lib
 import mtf_synthesizer as ms
-from mtf_synthesizer import layer as layer_lib
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.core import layer as layer_lib
+from mtf_synthesizer.core import reference as ref
 from mtf_synthesizer.ops import positions as positions_lib
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8

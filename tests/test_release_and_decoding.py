@@ -12,7 +12,7 @@ import tensorflow.compat.v1 as tf
 import layer_harness
 import lowering as lowering_lib
 import mtf_synthesizer as ms
-from mtf_synthesizer import release
+from mtf_synthesizer.checkpoints import release
 
 HEADS, DK, D_MODEL = 2, 4, 8
 

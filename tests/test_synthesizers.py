@@ -13,7 +13,7 @@ import graph_order
 import layer_harness
 import lowering as lowering_lib
 import mtf_synthesizer as ms
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.core import reference as ref
 from mtf_synthesizer.ops import products
 
 HEADS, DK, D_MODEL, MAX_LEN = 2, 4, 8, 8

@@ -15,8 +15,8 @@ import tensorflow.compat.v1 as tf
 import conftest
 import mtf_synthesizer
 from mtf_synthesizer import attentions
-from mtf_synthesizer import reference as ref
-from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import reference as ref
+from mtf_synthesizer.core import synthesizers
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow

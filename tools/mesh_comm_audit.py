@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer import mesh_defaults
+from mtf_synthesizer.jobs import mesh_defaults
 from workbench import comm_audit
 from workbench import tiny_model
 

@@ -6,21 +6,22 @@ Reads checkpoints written by the stock `t5_mesh_transformer` (a model_dir or
 a checkpoint path) and the model_dir's operative_config.gin (with gin's own
 parser, nothing is run) and lists the self-attention layers with their
 synthesizing functions in mixture order. The functions, their marker
-variables and their labels come from `mtf_synthesizer.synthesizers` and the
-attention table: a function added there is found with no edit here.
+variables and their labels come from `mtf_synthesizer.core.synthesizers`
+and the attention table: a function added there is found with no edit here.
+Variable names are read with `mtf_synthesizer.checkpoints.names`.
 `attention_maps` computes their attention, `pictures` draws it.
 """
 
 import dataclasses
 import os
-import re
 from typing import Dict, List, Optional
 
 from gin import config_parser
 import numpy as np
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer import synthesizers
+from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.core import synthesizers
 
 # Variable (scope-relative) that identifies each synthesizing function, and
 # the class names the gin files use for them.
@@ -33,9 +34,8 @@ SHORT_NAMES = {v.components[0]: v.label for v in attentions.VARIANTS
                if len(v.components) == 1}
 INPUT_INDEPENDENT = tuple(name for name, cls in synthesizers.BY_NAME.items()
                           if cls.input_independent)
-_LAYER_RE = re.compile(
-    r"^(?P<stack>.+?)/block_(?P<block>\d+)/(?P<layer>layer_\d+)/"
-    r"(?P<kind>SynthesizerAttention|SelfAttention)/")
+# The self-attention layers' scopes: ours and mesh's.
+ATTENTION_KINDS = ("SynthesizerAttention", "SelfAttention")
 
 
 @dataclasses.dataclass
@@ -62,8 +62,11 @@ class AttentionLayer:
 
   @property
   def norm_scope(self) -> str:
-    """The scope of the RMS norm applied to the layer's input."""
-    return self.scope.rsplit("/", 1)[0] + "/rms_norm"
+    """The scope of the RMS norm applied to the layer's input.
+
+    Under today's name; `names.norm_aliases` gives T5.1.0's.
+    """
+    return self.scope.rsplit("/", 1)[0] + "/" + names.NORM
 
   @property
   def label(self) -> str:
@@ -121,7 +124,7 @@ def load_variables(checkpoint: str) -> Dict[str, np.ndarray]:
   reader = tf.train.load_checkpoint(resolve_checkpoint(checkpoint))
   out = {}
   for name in reader.get_variable_to_shape_map():
-    if "_slot_" in name or name == "global_step":
+    if not names.is_weight(name):
       continue
     out[name] = np.asarray(reader.get_tensor(name)).astype(np.float64)
   return out
@@ -168,10 +171,10 @@ def mixture_order(operative_config: str) -> Dict[str, List[str]]:
   for statement in _bindings(operative_config):
     if _selector_is(statement, "SynthesizerAttention", "synthesizers"):
       value = statement.value
-      names = [r.split("/")[-1].split(".")[-1]
-               for r in (value if isinstance(value, (list, tuple)) else [])
-               if isinstance(r, _Reference)]
-      out[statement.scope] = [CLASS_TO_COMPONENT[n] for n in names
+      classes = [r.split("/")[-1].split(".")[-1]
+                 for r in (value if isinstance(value, (list, tuple)) else [])
+                 if isinstance(r, _Reference)]
+      out[statement.scope] = [CLASS_TO_COMPONENT[n] for n in classes
                               if n in CLASS_TO_COMPONENT]
   return out
 
@@ -198,11 +201,9 @@ def find_attention_layers(
   """
   scopes = {}
   for name in variables:
-    match = _LAYER_RE.match(name)
-    if match:
-      scope = name[:match.end() - 1]
-      scopes[scope] = (match.group("stack"), int(match.group("block")),
-                       match.group("kind"))
+    parsed = names.layer_variable(name)
+    if parsed and parsed.kind in ATTENTION_KINDS:
+      scopes[parsed.scope] = (parsed.stack, parsed.block, parsed.kind)
   orders = mixture_order(operative_config or "")
   layers = []
   for scope, (stack, block, kind) in scopes.items():

@@ -10,9 +10,9 @@ run by mesh on CPU (`model_attention`: every self-attention layer's weights
 are read from its softmax in the graph), or layer 0 of each stack is
 computed in NumPy from the checkpoint's variables (`first_layer_attention`:
 its input is the embedded token, RMS-normed with the layer's scale) by
-`mtf_synthesizer.reference`, including T5's relative position bias and the
-causal mask, which mesh adds to the synthesized logits. The input-
-independent functions' own attention (softmax(R), softmax(R1 R2^T)) is
+`mtf_synthesizer.core.reference`, including T5's relative position bias and
+the causal mask, which mesh adds to the synthesized logits. The
+input-independent functions' own attention (softmax(R), softmax(R1 R2^T)) is
 `synthetic_attention`.
 """
 
@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.core import reference as ref
 from workbench import attention_layers
 
 AttentionLayer = attention_layers.AttentionLayer
@@ -211,7 +212,10 @@ def first_layer_input(variables: Dict[str, np.ndarray], layer: AttentionLayer,
                      "(--layers=all) for deeper layers.")
   stack_embedding = layer.stack + "/embedding"
   table = variables.get("shared/embedding", variables.get(stack_embedding))
-  return ref.rms_norm(table[ids], variables[layer.norm_scope + "/scale"])
+  scale = layer.norm_scope + "/scale"
+  scale = next(n for n in [scale] + names.norm_aliases(scale)
+               if n in variables)
+  return ref.rms_norm(table[ids], variables[scale])
 
 
 def attention_from_input(variables: Dict[str, np.ndarray],

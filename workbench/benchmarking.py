@@ -34,9 +34,9 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer import layer as layer_lib
-from mtf_synthesizer import optimize
-from mtf_synthesizer import reference as ref
+from mtf_synthesizer.core import layer as layer_lib
+from mtf_synthesizer.training import optimize
+from mtf_synthesizer.core import reference as ref
 from workbench import benchmark_trace
 from workbench import tiny_model
 
@@ -124,7 +124,7 @@ RELEASE_MODES = ("random", "dense_minus", "random_plus", "random_plus_alpha",
 REFERENCE = attentions.MESH_SELF_ATTENTION.label  # "V (mesh)"
 # The training step's optimizer, by the name the tool's --optimizer takes:
 # mesh's Adafactor (the stock CLI's default) or the same update with fewer
-# full-size temporaries (mtf_synthesizer/optimize.py).
+# full-size temporaries (mtf_synthesizer/training/optimize.py).
 OPTIMIZERS = {"mesh": mtf.optimize.AdafactorOptimizer,
               "lean": optimize.LeanAdafactorOptimizer}
 DEFAULT_OPTIMIZER = "lean"

@@ -17,9 +17,9 @@ variant, tests/test_cli_mesh.py one.
 
 About the devices: the stock CLI builds its estimator with no session config
 on CPU, and gin cannot give it one. The mesh run sets
-`MTF_SYNTH_CPU_DEVICES=4` (see mtf_synthesizer/cpu_devices.py), so that its
-session has 4 logical CPU devices with soft placement off, and places the 4
-mesh slices on `/cpu:0` ... `/cpu:3` (`utils.run.mesh_devices`).
+`MTF_SYNTH_CPU_DEVICES=4` (see mtf_synthesizer/stock_cli/cpu_devices.py), so
+that its session has 4 logical CPU devices with soft placement off, and
+places the 4 mesh slices on `/cpu:0` ... `/cpu:3` (`utils.run.mesh_devices`).
 """
 
 import concurrent.futures
@@ -27,7 +27,7 @@ import os
 import re
 from typing import Dict, Optional
 
-from mtf_synthesizer import mesh_defaults
+from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
 

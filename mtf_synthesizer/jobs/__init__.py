@@ -6,5 +6,7 @@
   * `runner`: runs a command, streams its output, stops it cleanly;
   * `progress`: one status line per run, parsed from the CLI's log;
   * `events`: the scalars and parameter count a run leaves behind;
-  * `cloud_tpu`: the paper's experiments as Cloud TPU jobs (`tools/tpu_job.py`).
+  * `cloud_tpu`: the paper's experiments as Cloud TPU jobs
+    (`mtf-synthesizer-tpu-job`);
+  * `mesh_defaults`: mesh shapes and layouts for T5-sized models on TPUs.
 """

@@ -3,8 +3,8 @@
 """Checkpoint files of the original release, converted (for
 tools/convert_release_checkpoint.py).
 
-The variables are mapped by `mtf_synthesizer.release.convert_variables`;
-this module reads and writes the checkpoint files around it.
+The variables are mapped by `release.convert_variables`; this module reads
+and writes the checkpoint files around it.
 """
 
 from typing import Dict
@@ -13,7 +13,7 @@ from absl import logging
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import release
+from mtf_synthesizer.checkpoints import release
 
 
 def read_checkpoint(path: str) -> Dict[str, np.ndarray]:

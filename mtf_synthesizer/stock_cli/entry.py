@@ -9,7 +9,7 @@ right after `mtf_synthesizer` is imported, and only when the program is the
 stock CLI; importing the package anywhere else has no side effect. `run()`:
 
   * checks `--model_dir` and every `--gin_file=synthesizer/...` and says
-    clearly what is wrong before TensorFlow or gin would (`cli_checks.py`);
+    clearly what is wrong before TensorFlow or gin would (`checks.py`);
   * applies `MTF_SYNTH_CPU_DEVICES=N`: N logical CPU devices for the CLI's
     sessions (`cpu_devices.py`);
   * applies `MTF_SYNTH_GRAPH_FILES=0`: no graph files beside the
@@ -18,10 +18,10 @@ stock CLI; importing the package anywhere else has no side effect. `run()`:
     sessions (`graph_optimizer.py`).
 """
 
-from mtf_synthesizer import cli_checks
-from mtf_synthesizer import cpu_devices
-from mtf_synthesizer import graph_files
-from mtf_synthesizer import graph_optimizer
+from mtf_synthesizer.stock_cli import checks as cli_checks
+from mtf_synthesizer.stock_cli import cpu_devices
+from mtf_synthesizer.stock_cli import graph_files
+from mtf_synthesizer.stock_cli import graph_optimizer
 
 
 def run() -> None:

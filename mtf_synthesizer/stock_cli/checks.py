@@ -25,7 +25,7 @@ import os
 import tempfile
 from typing import Iterable, List, Optional, Sequence
 
-from mtf_synthesizer import gin_path
+from mtf_synthesizer.stock_cli import gin_path
 
 GIN_DIR = gin_path.GIN_DIR
 _VARIANT_FOLDER = gin_path.VARIANT_FOLDER

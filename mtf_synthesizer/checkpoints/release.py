@@ -23,7 +23,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from mtf_synthesizer import synthesizers as synth_lib
+from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.core import synthesizers as synth_lib
 
 RELEASE_SCOPE = "Synthesizer"
 SCOPE = "SynthesizerAttention"
@@ -92,7 +93,7 @@ def convert_variables(values: Dict[str, np.ndarray],
       converted[name] = value
       continue
     prefix, local = match.group(1) + SCOPE + "/", match.group(2)
-    if "_slot_" in local:
+    if names.is_slot(local):
       continue
     if local in ("R1", "R2"):
       raise ValueError(

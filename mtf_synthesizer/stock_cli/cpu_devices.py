@@ -5,7 +5,7 @@
 The stock `t5_mesh_transformer` builds its estimator with no session config
 on CPU, and gin cannot give it one, so its session has one CPU device. With
 the environment variable `MTF_SYNTH_CPU_DEVICES=N` (N > 1), the stock CLI's
-`--module_import=mtf_synthesizer` (through `cli_entry.py`; importing the
+`--module_import=mtf_synthesizer` (through `stock_cli/entry.py`; importing the
 package elsewhere does not) makes the estimator's
 default session config ask for N CPU devices, with soft placement off so
 that an op placed on a missing device fails instead of moving silently.
@@ -20,7 +20,7 @@ Only for CPU experiments: on TPU mesh's own session config applies.
 
 import os
 
-from mtf_synthesizer import cli_settings
+from mtf_synthesizer.stock_cli import settings as cli_settings
 
 ENV_VAR = "MTF_SYNTH_CPU_DEVICES"
 

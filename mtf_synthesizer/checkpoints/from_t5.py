@@ -67,24 +67,15 @@ import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import release
+from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.checkpoints import release
 
 ALLOW_FRESH = "mtf_synthesizer.vanilla_to_synthesizer.allow_fresh"
 LOG_PREFIX = "init_from_t5: "
 
-_SCOPE = "/%s/" % release.SCOPE
-_VANILLA_SCOPE = "/SelfAttention/"
+_VANILLA_SCOPE = "SelfAttention"
 _SHARED = re.compile(r"^(q|k|v|o|relative_attention_bias)(_slot_\w+)?$")
 _VALUE = re.compile(r"^kv(_slot_\w+)?$")
-_SLOT = "_slot_"
-# Norm scales. Today's mesh names a layer's norm and a stack's final norm
-# `rms_norm` (`transformer.sublayer_rms_norm`); mesh's legacy LayerStack, which
-# wrote the released T5.1.0 checkpoints, names them `layer_norm` and
-# `final_layer_norm` (`sublayer_legacy_rms_norm`,
-# `sublayer_legacy_final_rms_norm`). Either name is read for the other.
-_LAYER_NORM = re.compile(
-    r"^(.*/block_\d+/layer_\d+/)(rms_norm|layer_norm)(/scale.*)$")
-_FINAL_NORM = re.compile(r"^([^/]+/)(rms_norm|final_layer_norm)(/scale.*)$")
 # The module whose model_fn holds the checkpoint being restored.
 _MESH_UTILS = os.path.join("mesh_tensorflow", "transformer", "utils.py")
 
@@ -98,35 +89,17 @@ def checkpoint_name(graph_name: str) -> str:
   Returns:
     The name to read it from (unchanged outside SynthesizerAttention).
   """
-  if _SCOPE not in graph_name:
+  parts = names.split_scope(graph_name, release.SCOPE)
+  if parts is None:
     return graph_name
-  prefix, local = graph_name.split(_SCOPE, 1)
+  prefix, local = parts
+  vanilla = prefix + _VANILLA_SCOPE + "/"
   if _SHARED.match(local):
-    return prefix + _VANILLA_SCOPE + local
+    return vanilla + local
   match = _VALUE.match(local)
   if match:
-    return prefix + _VANILLA_SCOPE + "v" + (match.group(1) or "")
+    return vanilla + "v" + (match.group(1) or "")
   return graph_name  # synthesizer-only: not in a vanilla checkpoint
-
-
-def norm_aliases(name: str) -> List[str]:
-  """The other names a norm scale (or its slot) has in T5 checkpoints.
-
-  Args:
-    name: a variable name, e.g. "encoder/block_000/layer_001/rms_norm/scale"
-      or "decoder/final_layer_norm/scale_slot_v".
-
-  Returns:
-    The same variable under the other naming (`layer_norm` or
-    `final_layer_norm` for `rms_norm`, and back), or [] for anything else.
-  """
-  for pattern, legacy in ((_LAYER_NORM, "layer_norm"),
-                          (_FINAL_NORM, "final_layer_norm")):
-    match = pattern.match(name)
-    if match:
-      other = legacy if match.group(2) == "rms_norm" else "rms_norm"
-      return [match.group(1) + other + match.group(3)]
-  return []
 
 
 def is_synthesizer_only(graph_name: str) -> bool:
@@ -139,7 +112,8 @@ def is_synthesizer_only(graph_name: str) -> bool:
     True for SynthesizerAttention's own weights (random/R, dense/w1,
     mixture/alpha_logits, ...) and their optimizer slots.
   """
-  return _SCOPE in graph_name and checkpoint_name(graph_name) == graph_name
+  return (names.split_scope(graph_name, release.SCOPE) is not None
+          and checkpoint_name(graph_name) == graph_name)
 
 
 class Resolution(NamedTuple):
@@ -159,13 +133,13 @@ class Resolution(NamedTuple):
   casts: Dict[str, Tuple[tf.DType, tf.DType]] = {}
 
 
-def _suggest_allow_fresh(names: Sequence[str]) -> str:
-  """A gin binding that would let `names` start fresh."""
-  if all(_SLOT in name for name in names):
-    patterns = ["'%s'" % _SLOT]
+def _suggest_allow_fresh(variables: Sequence[str]) -> str:
+  """A gin binding that would let `variables` start fresh."""
+  if all(names.SLOT in name for name in variables):
+    patterns = ["'%s'" % names.SLOT]
   else:
-    patterns = ["'^%s$'" % re.escape(name) for name in names[:3]]
-    if len(names) > 3:
+    patterns = ["'^%s$'" % re.escape(name) for name in variables[:3]]
+    if len(variables) > 3:
       patterns.append("...")
   return "%s = [%s]" % (ALLOW_FRESH, ", ".join(patterns))
 
@@ -208,12 +182,13 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
                 else set(restorable))
   not_asked = set(not_asked)
   sources, restored, fresh, casts = {}, {}, {}, {}
-  has_slots = any(_SLOT in n for n in checkpoint_shapes)
+  has_slots = any(names.SLOT in n for n in checkpoint_shapes)
   missing, mismatched = [], []
   for name in sorted(graph_shapes):
     mapped = checkpoint_name(name)
     candidates = list(dict.fromkeys(
-        [mapped, name] + norm_aliases(mapped) + norm_aliases(name)))
+        [mapped, name] + names.norm_aliases(mapped)
+        + names.norm_aliases(name)))
     source = next((c for c in candidates if c in checkpoint_shapes), None)
     sources[name] = source or mapped
     if name in not_asked:
@@ -244,7 +219,7 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
             checkpoint, ALLOW_FRESH, pattern.pattern)
       elif is_synthesizer_only(name):
         fresh[name] = "synthesizer-only, not in %s" % checkpoint
-      elif _SLOT in name and not has_slots:
+      elif names.SLOT in name and not has_slots:
         fresh[name] = "%s holds no optimizer slots" % checkpoint
       else:
         missing.append((name, candidates))
@@ -261,7 +236,7 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
             LOG_PREFIX, len(missing), checkpoint,
             "\n".join("  %s (looked for %s)" % (n, " or ".join(c))
                       for n, c in missing),
-            _suggest_allow_fresh([n for n, _ in missing]), _SLOT))
+            _suggest_allow_fresh([n for n, _ in missing]), names.SLOT))
   if mismatched:
     errors.append("\n".join(mismatched) + "\nCheck that the model gin "
                   "(d_model, num_heads, d_kv, ...) matches the checkpoint's.")

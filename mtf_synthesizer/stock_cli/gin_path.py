@@ -10,7 +10,7 @@ checkout on `PYTHONPATH` finds them at the top, an installed copy inside.
 import os
 from typing import List
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INSTALLED = os.path.join(_PACKAGE_DIR, "gin")
 _SOURCE = os.path.join(os.path.dirname(_PACKAGE_DIR), "gin")
 

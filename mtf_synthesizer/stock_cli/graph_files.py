@@ -9,7 +9,7 @@ them back (training, evaluation, decoding and export rebuild the graph from
 gin), but writing them takes time that grows with the graph: on the tiny
 CPU model of the tests, 17 of the 41 seconds of a two-step run. With the
 environment variable `MTF_SYNTH_GRAPH_FILES=0`, the stock CLI's
-`--module_import=mtf_synthesizer` (through `cli_entry.py`) makes the
+`--module_import=mtf_synthesizer` (through `stock_cli/entry.py`) makes the
 estimator skip them (mesh's `CheckpointSaverHook(save_graph_def=False)`,
 and `RunConfig(checkpoint_save_graph_def=False)` for the estimator's own):
 checkpoints then hold the variables and the state file only, and
@@ -20,7 +20,7 @@ written.
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from mtf_synthesizer import cli_settings
+from mtf_synthesizer.stock_cli import settings as cli_settings
 
 ENV_VAR = "MTF_SYNTH_GRAPH_FILES"
 # (class, keyword argument): the default to change.

@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""What the stock CLI's `MTF_SYNTH_*` settings share (`cli_entry.py`).
+"""What the stock CLI's `MTF_SYNTH_*` settings share (`entry.py`).
 
   * `switch_from_env` reads a 0/1 switch (`MTF_SYNTH_GRAPH_FILES`,
     `MTF_SYNTH_GRAPH_OPTIMIZER`).

@@ -37,7 +37,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer.core import layer as layer_lib
 from mtf_synthesizer.ops import softmax as softmax_lib
 
 _ATTENTION_KWARGS = frozenset(

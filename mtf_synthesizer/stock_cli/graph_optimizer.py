@@ -10,14 +10,14 @@ rewriting costs more than it saves: on the tests' tiny model, 2.1 of the
 18.1 CPU-seconds of a two-step training run (four runs each way, side by
 side, 2026-11-25).
 With the environment variable `MTF_SYNTH_GRAPH_OPTIMIZER=0`, the stock CLI's
-`--module_import=mtf_synthesizer` (through `cli_entry.py`) turns it off in
+`--module_import=mtf_synthesizer` (through `stock_cli/entry.py`) turns it off in
 the estimator's default session config, as mesh does on TPU. The model
 computes the same functions; TF then fuses fewer ops, so floats may differ
 in their last bits. Unset or 1: TF's default. The tests' stock-CLI runs set
 it to 0; long CPU runs are better left with the optimizer.
 """
 
-from mtf_synthesizer import cli_settings
+from mtf_synthesizer.stock_cli import settings as cli_settings
 
 ENV_VAR = "MTF_SYNTH_GRAPH_OPTIMIZER"
 

@@ -20,8 +20,8 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import release
-from mtf_synthesizer import synthesizers as synth_lib
+from mtf_synthesizer.checkpoints import release
+from mtf_synthesizer.core import synthesizers as synth_lib
 from mtf_synthesizer.ops import order
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import softmax as softmax_lib
@@ -134,7 +134,8 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
           "SynthesizerAttention cannot honour these SelfAttention settings "
           "(bound in gin for SelfAttention, which it inherits): %s. Unbind "
           "them for SynthesizerAttention, or keep mesh's SelfAttention in "
-          "that stack (synthesizer/keep_*_self_attention.gin)." % "; ".join(problems))
+          "that stack (synthesizer/keep_*_self_attention.gin)."
+          % "; ".join(problems))
     if (self.relative_attention_type == "contextual" and
         not self.synthesizer.needs_queries):
       raise ValueError(

@@ -37,8 +37,8 @@ import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer import summaries
-from mtf_synthesizer import synthesis
+from mtf_synthesizer.training import summaries
+from mtf_synthesizer.core import synthesis
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 
@@ -527,7 +527,7 @@ class Mixture(synthesis.SynthesizingFunction, register=False):
         # alpha_i averaged over heads, per layer: where the layer puts its
         # weight (TensorBoard, scalars "<layer>/mixture/alpha_<function>"),
         # on CPU and GPU always, on TPU with
-        # `tpu_estimator_model_fn.tpu_summaries = True` (summaries.py).
+        # `tpu_estimator_model_fn.tpu_summaries = True` (training/summaries.py).
         for i, component in enumerate(self.components):
           alpha_i = mtf.slice(alpha, i, 1, components_dim.name)
           summaries.scalar_summary("alpha_" + component.name,
