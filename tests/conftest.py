@@ -26,12 +26,15 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(REPO, "tools")
+# The suite's start-up file for the processes it starts (cli_site/).
+CLI_SITE = os.path.join(REPO, "tests", "cli_site")
+sys.path.insert(0, CLI_SITE)
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    p for p in (REPO, CLI_SITE, os.environ.get("PYTHONPATH")) if p)
 # The stock-CLI runs of the tests write no graph files beside their
-# checkpoints (a quarter of a tiny run's time; `graph_files.py`) and run no
-# TF graph optimizer (an eighth; `graph_optimizer.py`), except where a test
-# asks for TF's defaults (test_preemption.py).
+# checkpoints (a quarter of a tiny run's time; `cli_site/graph_files.py`)
+# and run no TF graph optimizer (an eighth; `cli_site/graph_optimizer.py`),
+# except where a test asks for TF's defaults (test_preemption.py).
 os.environ.setdefault("MTF_SYNTH_GRAPH_FILES", "0")
 os.environ.setdefault("MTF_SYNTH_GRAPH_OPTIMIZER", "0")
 

@@ -1,17 +1,24 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""MTF_SYNTH_GRAPH_FILES: the stock CLI without graph files (graph_files.py).
+"""MTF_SYNTH_GRAPH_FILES: the tests' CLI runs without graph files.
 
-The tests' stock-CLI runs set it to 0 (conftest.py); test_preemption.py
-runs with TF's default and checks the files are there, and
-test_variants_cli.py that the variants' runs have none.
+The switch is the suite's (cli_site/graph_files.py, applied in the stock
+CLI by cli_site/sitecustomize.py), not the package's. The tests' stock-CLI
+runs set it to 0 (conftest.py); test_preemption.py runs with TF's default
+and checks the files are there, and test_variants_cli.py that the
+variants' runs have none.
 """
+
+import importlib.util
+import subprocess
+import sys
 
 import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from mtf_synthesizer.stock_cli import graph_files
+import conftest
+import graph_files
 
 
 @pytest.fixture(autouse=True)
@@ -45,3 +52,16 @@ def test_bad_value_is_a_clear_error(monkeypatch, value):
   monkeypatch.setenv(graph_files.ENV_VAR, value)
   with pytest.raises(ValueError, match="MTF_SYNTH_GRAPH_FILES must be 0 or 1"):
     graph_files.install_from_env()
+
+
+def test_the_switches_are_the_suites_not_the_packages():
+  for name in ("graph_files", "graph_optimizer"):
+    assert importlib.util.find_spec("mtf_synthesizer.stock_cli." + name) is (
+        None)
+  # Outside the stock CLI the suite's start-up file imports nothing.
+  code = ("import sys; print('sitecustomize' in sys.modules, "
+          "'graph_files' in sys.modules, 'tensorflow' in sys.modules)")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                        text=True, timeout=300, cwd=conftest.CLI_SITE)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout.split() == ["True", "False", "False"]

@@ -1,6 +1,8 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""MTF_SYNTH_GRAPH_OPTIMIZER: the stock CLI without Grappler (graph_optimizer.py).
+"""MTF_SYNTH_GRAPH_OPTIMIZER: the tests' CLI runs without Grappler.
+
+The switch is the suite's (cli_site/graph_optimizer.py), not the package's.
 
 The session config is read where the estimator reads it
 (`maybe_overwrite_model_dir_and_session_config`, which fills a RunConfig
@@ -13,8 +15,8 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator import run_config
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
+import graph_optimizer
 from mtf_synthesizer.stock_cli import cpu_devices
-from mtf_synthesizer.stock_cli import graph_optimizer
 
 _DEFAULT = run_config.get_default_session_config
 

@@ -34,8 +34,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer.stock_cli import graph_files
-from mtf_synthesizer.stock_cli import graph_optimizer
+import graph_files
+import graph_optimizer
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import progress
 from mtf_synthesizer.jobs import runner

@@ -9,8 +9,7 @@
     before TensorFlow or gin would fail on them;
   * `cpu_devices`: `MTF_SYNTH_CPU_DEVICES=N`, N logical CPU devices for
     the CLI's sessions (a mesh layout on one machine);
-  * `settings`: what those settings share (0/1 switches, edits of the
-    estimator's default session config);
+  * `settings`: named edits of the estimator's default session config;
   * `gin_path`: where the package's gin files are (gin's search path).
 
 The user's own commands (export, Cloud TPU jobs, checkpoint conversion) are

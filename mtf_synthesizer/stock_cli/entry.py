@@ -11,22 +11,14 @@ stock CLI; importing the package anywhere else has no side effect. `run()`:
   * checks `--model_dir` and every `--gin_file=synthesizer/...` and says
     clearly what is wrong before TensorFlow or gin would (`checks.py`);
   * applies `MTF_SYNTH_CPU_DEVICES=N`: N logical CPU devices for the CLI's
-    sessions (`cpu_devices.py`);
-  * applies `MTF_SYNTH_GRAPH_FILES=0`: no graph files beside the
-    checkpoints (`graph_files.py`);
-  * applies `MTF_SYNTH_GRAPH_OPTIMIZER=0`: no TF graph optimizer in the
-    sessions (`graph_optimizer.py`).
+    sessions (`cpu_devices.py`).
 """
 
 from mtf_synthesizer.stock_cli import checks as cli_checks
 from mtf_synthesizer.stock_cli import cpu_devices
-from mtf_synthesizer.stock_cli import graph_files
-from mtf_synthesizer.stock_cli import graph_optimizer
 
 
 def run() -> None:
   """Applies the stock CLI's checks and settings (see the module doc)."""
   cli_checks.check_cli_flags()
   cpu_devices.install_from_env()
-  graph_files.install_from_env()
-  graph_optimizer.install_from_env()

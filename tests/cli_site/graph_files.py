@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Whether the stock CLI writes the training graph beside its checkpoints.
+"""Whether the tests' stock-CLI runs write the graph beside checkpoints.
 
 TF's estimator writes the whole training graph into the model directory:
 `graph.pbtxt` and a copy in the TensorBoard events when the session starts,
@@ -8,19 +8,19 @@ and `model.ckpt-N.meta` with every checkpoint. Nothing in T5 or mesh reads
 them back (training, evaluation, decoding and export rebuild the graph from
 gin), but writing them takes time that grows with the graph: on the tiny
 CPU model of the tests, 17 of the 41 seconds of a two-step run. With the
-environment variable `MTF_SYNTH_GRAPH_FILES=0`, the stock CLI's
-`--module_import=mtf_synthesizer` (through `stock_cli/entry.py`) makes the
-estimator skip them (mesh's `CheckpointSaverHook(save_graph_def=False)`,
+environment variable `MTF_SYNTH_GRAPH_FILES=0`, the test suite's stock-CLI
+runs (through `sitecustomize.py` here) make the estimator skip them (mesh's `CheckpointSaverHook(save_graph_def=False)`,
 and `RunConfig(checkpoint_save_graph_def=False)` for the estimator's own):
 checkpoints then hold the variables and the state file only, and
 TensorBoard has no graph tab. Unset or 1: TF's default, the files are
-written.
+written. A user's runs keep TF's default: the switch is the suite's, not
+the package's.
 """
 
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from mtf_synthesizer.stock_cli import settings as cli_settings
+import switches
 
 ENV_VAR = "MTF_SYNTH_GRAPH_FILES"
 # (class, keyword argument): the default to change.
@@ -47,7 +47,7 @@ def install_from_env() -> bool:
   Raises:
     ValueError: when the variable is set to anything but 0 or 1.
   """
-  written = cli_settings.switch_from_env(ENV_VAR)
+  written = switches.switch_from_env(ENV_VAR)
   for cls, keyword in _DEFAULTS:
     cls.__init__ = (_ORIGINAL_INITS[cls] if written
                     else _without_graph_files(cls, keyword))
