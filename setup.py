@@ -53,7 +53,15 @@ setuptools.setup(
         "seqio-nightly",
         "tfds-nightly",
     ],
-    # Loading a model that tools/export_hf.py wrote, in PyTorch
+    # The user's commands (mtf_synthesizer/commands/).
+    entry_points={"console_scripts": [
+        "mtf-synthesizer-export-hf="
+        "mtf_synthesizer.commands.export_hf:main",
+        "mtf-synthesizer-tpu-job=mtf_synthesizer.commands.tpu_job:main",
+        "mtf-synthesizer-convert-release-checkpoint="
+        "mtf_synthesizer.commands.convert_release_checkpoint:main",
+    ]},
+    # Loading a model that mtf-synthesizer-export-hf wrote, in PyTorch
     # (transformers and safetensors come with t5).
     extras_require={"torch": ["torch>=2.1"]},
 )

@@ -1,10 +1,11 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""The release checkpoint converter, on a checkpoint file."""
+"""The release checkpoint converter, on a checkpoint file, and its command."""
 
 import numpy as np
 
 from mtf_synthesizer.checkpoints import release_checkpoint as tool
+from mtf_synthesizer.commands import convert_release_checkpoint as command
 
 
 def test_converts_a_release_checkpoint_file(tmp_path):
@@ -32,3 +33,21 @@ def test_converts_a_release_checkpoint_file(tmp_path):
       got[scope + "SynthesizerAttention/mixture/alpha_logits"],
       np.array([[0.0, 0.0], [0.3, 0.3]], np.float32))
   assert got["global_step"] == 7
+
+
+def test_the_command_converts_and_refuses_factorized(tmp_path, capsys):
+  scope = "encoder/block_000/layer_000/Synthesizer/"
+  src = tool.write_checkpoint(
+      {scope + "R": np.zeros([4, 2, 4], np.float32),
+       "global_step": np.array(1, np.int64)}, str(tmp_path / "in" / "m"))
+  out = str(tmp_path / "out" / "m")
+  assert command.main(["--input", src, "--output=" + out,
+                       "--num_heads=2"]) == 0
+  assert sorted(tool.read_checkpoint(out)) == [
+      "encoder/block_000/layer_000/SynthesizerAttention/random/R",
+      "global_step"]
+  broken = tool.write_checkpoint({scope + "R1": np.zeros([4, 2], np.float32)},
+                                 str(tmp_path / "factorized" / "m"))
+  assert command.main(["--input", broken, "--output", out + "2",
+                       "--num_heads", "2"]) == 2
+  assert "broken 'factorized' mode" in capsys.readouterr().err

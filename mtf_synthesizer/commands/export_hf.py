@@ -1,0 +1,73 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+r"""Exports a trained model to a Hugging Face `transformers` directory.
+
+  mtf-synthesizer-export-hf MODEL_DIR OUT_DIR [--vocabulary=byte] [--t5]
+
+(or `python -m mtf_synthesizer.commands.export_hf`, or, in a checkout,
+`python tools/export_hf.py`). MODEL_DIR is the stock CLI's model directory
+(operative_config.gin and checkpoints); OUT_DIR then loads in PyTorch with
+
+  AutoModelForSeq2SeqLM.from_pretrained(OUT_DIR, trust_remote_code=True)
+
+(`AutoModelForCausalLM` for a decoder-only language model); with --t5, a
+model of mesh's SelfAttention is written as transformers' own T5. The export
+itself needs TensorFlow, not torch; loading needs
+`pip install mtf_synthesizer[torch]`. See README.md, "Take it to PyTorch".
+"""
+
+import argparse
+import importlib.util
+import json
+import sys
+from typing import Optional, Sequence
+
+from mtf_synthesizer import hf_export
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+  """Parses the command line (without the program name)."""
+  parser = argparse.ArgumentParser(
+      prog="mtf-synthesizer-export-hf", description=__doc__.split("\n")[0])
+  parser.add_argument("model_dir", help="the stock CLI's model directory")
+  parser.add_argument("out_dir", help="the directory to write")
+  parser.add_argument(
+      "--vocabulary", default=None,
+      help="'byte' or a SentencePiece model path (default: the run's)")
+  parser.add_argument("--checkpoint", default=None,
+                      help="a checkpoint prefix (default: the latest)")
+  parser.add_argument(
+      "--t5", action="store_true",
+      help="write transformers' own T5ForConditionalGeneration (no remote "
+           "code); only for a model that is plain T5 (mesh's SelfAttention)")
+  return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Writes the export; prints its summary as JSON; returns the status.
+
+  Args:
+    argv: the arguments (default: the command line's).
+
+  Returns:
+    0, or 2 when the model directory cannot be exported (the reason on
+    stderr).
+  """
+  args = parse_args(sys.argv[1:] if argv is None else argv)
+  if importlib.util.find_spec("torch") is None:
+    print("note: the export needs no torch, but loading it does: pip install "
+          "'mtf_synthesizer[torch]'", file=sys.stderr)
+  try:
+    summary = hf_export.export(args.model_dir, args.out_dir,
+                               vocabulary=args.vocabulary,
+                               checkpoint=args.checkpoint,
+                               plain_t5=args.t5)
+  except (hf_export.ExportError, FileNotFoundError) as e:
+    print("error: %s" % e, file=sys.stderr)
+    return 2
+  print(json.dumps(summary))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
