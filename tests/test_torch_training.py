@@ -238,6 +238,39 @@ def test_left_padded_batch_generates_each_prompt_alone(variant):
       assert difference < 1e-4, (row, step, difference)
 
 
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_generate_without_a_mask_reads_the_leading_zero(variant):
+  """No attention_mask: every id is a token, mesh's leading 0 included."""
+  model = _perturb(_causal_lm(variant.components))
+  model.eval()
+  ids = torch.tensor([[0] + _ids((4,), seed=7).tolist()])
+  out = model.generate(input_ids=ids, max_new_tokens=1, do_sample=False,
+                       pad_token_id=0, eos_token_id=None,
+                       return_dict_in_generate=True, output_scores=True)
+  with torch.no_grad():
+    expected = model(input_ids=ids).logits[0, -1]
+  assert float((out.scores[0][0] - expected).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("causal_lm", [False, True])
+def test_resize_token_embeddings(causal_lm):
+  """More rows: the embedding and the softmax grow; old rows are kept."""
+  model = (_causal_lm if causal_lm else _seq2seq)(("random", "dot_product"))
+  before = model.get_input_embeddings().weight.detach().clone()
+  model.resize_token_embeddings(VOCAB + 8)
+  assert model.get_input_embeddings().weight.shape[0] == VOCAB + 8
+  assert model.get_output_embeddings().weight.shape[0] == VOCAB + 8
+  assert model.config.vocab_size == VOCAB + 8
+  assert torch.equal(model.get_input_embeddings().weight[:VOCAB], before)
+  if not causal_lm:  # both stacks read the one shared table
+    assert (model.model.encoder.embed_tokens is
+            model.model.decoder.embed_tokens is model.model.shared)
+  ids = torch.tensor([[0, VOCAB + 3, 5]])
+  logits = (model(input_ids=ids).logits if causal_lm else
+            model(input_ids=ids, decoder_input_ids=ids).logits)
+  assert logits.shape[-1] == VOCAB + 8
+
+
 def _record_attention(model):
   """Hooks every attention layer: its inputs, output and weights."""
   modeling = _modeling()

@@ -396,6 +396,29 @@ def eager_attention_forward(
   return out.transpose(1, 2).contiguous(), weights
 
 
+def synthesized_attention_forward(
+    module: nn.Module, value: torch.Tensor, bias: torch.Tensor,
+    dropout: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+  """softmax(bias) V: attention without a dot product (R, D, FD, ...).
+
+  Args:
+    module: the attention layer (num_key_value_groups, training).
+    value: [batch, memory_heads, s, d_kv].
+    bias: the synthesized logits with masks and relative bias,
+      broadcastable to [batch, heads, t, s].
+    dropout: on the attention weights.
+
+  Returns:
+    ([batch, t, heads, d_kv], the weights).
+  """
+  value = _repeat_heads(value, getattr(module, "num_key_value_groups", 1))
+  weights = torch.softmax(bias.float(), dim=-1).to(value.dtype)
+  weights = nn.functional.dropout(weights, p=dropout,
+                                  training=module.training)
+  out = torch.matmul(weights, value)
+  return out.transpose(1, 2).contiguous(), weights
+
+
 class MtfSynthesizerRelativeBias(nn.Embedding):
   """T5's relative position bias: [buckets, heads], read once per stack."""
 
@@ -512,24 +535,27 @@ class MtfSynthesizerAttention(nn.Module):
       term = getattr(self, name)(hidden, queries, positions,
                                  None if alpha is None else alpha[i])
       bias = term if bias is None else bias + term
-    if self.has_dot_product:
-      query = queries
-      if alpha is not None:
-        weight = alpha[self.function_names.index("dot_product")]
-        query = query * weight.to(query.dtype)[None, :, None, None]
-    else:
-      # The kernel's Q K^T is zero: the weights are softmax(bias).
-      query = values.new_zeros(b, self.num_heads, t, self.d_kv)
-      keys = values
+    if not self.has_dot_product:
+      # No Q K^T: the weights are softmax(bias), whatever the kernel.
+      out, weights = synthesized_attention_forward(
+          self, values, bias, self.dropout if self.training else 0.0)
+      if output_attentions:  # a table's weights are shared by the batch
+        weights = weights.expand(b, self.num_heads, t, -1)
+      return self.o(out.reshape(b, t, -1)), (
+          weights if output_attentions else None)
+    query = queries
+    if alpha is not None:
+      weight = alpha[self.function_names.index("dot_product")]
+      query = query * weight.to(query.dtype)[None, :, None, None]
     implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
     if output_attentions:
       implementation = "eager"
     interface = ALL_ATTENTION_FUNCTIONS.get_interface(
         implementation, eager_attention_forward) if (
             implementation != "eager") else eager_attention_forward
-    if bias is not None:
-      bias = bias.to(query.dtype) if not torch.is_autocast_enabled() else (
-          bias)
+    if bias is not None and not torch.is_autocast_enabled(
+        query.device.type):
+      bias = bias.to(query.dtype)
     out, weights = interface(
         self, query, keys, values, None, dropout=(
             self.dropout if self.training else 0.0),
@@ -1067,12 +1093,14 @@ def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
   logits = logits.float().reshape(-1, logits.shape[-1])
   labels = labels.reshape(-1)
   keep = labels != -100
-  log_z = torch.logsumexp(logits, dim=-1)
-  picked = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0]
-  per_token = log_z - picked
+  # One pass over the vocabulary: cross entropy, then log(Z) from it and
+  # the label's logit (log Z = logit_y - log p_y = logit_y + xent).
+  per_token = nn.functional.cross_entropy(logits, labels, ignore_index=-100,
+                                          reduction="none")
   if z_loss:
-    per_token = per_token + z_loss * log_z.square()
-  total = (per_token * keep).sum()
+    log_z = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0] + per_token
+    per_token = per_token + z_loss * (log_z.square() * keep)
+  total = per_token.sum()
   if per_position:
     return total / positions
   return total / keep.sum().clamp(min=1)
@@ -1280,8 +1308,9 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
 
   One causal stack of `num_layers` blocks with `decoder_synthesizers`. As in
   mesh, a sequence starts with id 0: give [0] + prompt ids. A left-padded
-  batch (attention_mask 0 at the padding) reads each example's tables from
-  its first token, so each row generates what it generates alone.
+  batch (attention_mask 0 at the padding, and position_ids, which
+  `generate()` derives from it) reads each example's tables from its first
+  token, so each row generates what it generates alone.
   """
   _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
 
@@ -1311,6 +1340,18 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
   def get_decoder(self):
     return self.model
 
+  def _prepare_attention_mask_for_generation(self, inputs_tensor,
+                                             generation_config,
+                                             model_kwargs):
+    """Without a mask every id is a token: mesh's sequences start with id 0.
+
+    (transformers would take the leading 0, the pad id, for padding.) Give
+    `attention_mask` for a left-padded batch.
+    """
+    del generation_config, model_kwargs
+    return torch.ones(inputs_tensor.shape[:2], dtype=torch.long,
+                      device=inputs_tensor.device)
+
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1328,9 +1369,10 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
       input_ids: [batch, t] (the new tokens, when decoding with a cache).
       attention_mask: [batch, cache + t] 1 at tokens, 0 at padding (left
         padding included).
-      position_ids: [batch, t] each token's position in its example; default
-        from attention_mask when it has padding, else the cache's length +
-        arange(t).
+      position_ids: [batch, t] each token's position in its example (its
+        row of the tables): with left padding, the count of tokens before
+        it, as `generate()` derives them from attention_mask; default the
+        cache's length + arange(t).
       past_key_values: the decoding cache.
       inputs_embeds: instead of input_ids.
       labels: targets aligned with input_ids (shifted inside, as in
@@ -1350,11 +1392,6 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
       past_key_values = DynamicCache()
     if not use_cache:
       past_key_values = None
-    if position_ids is None and attention_mask is not None and bool(
-        (attention_mask == 0).any()):
-      positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-      t = (input_ids if input_ids is not None else inputs_embeds).shape[1]
-      position_ids = positions[:, -t:]
     out = self.model(
         input_ids=input_ids, attention_mask=attention_mask,
         inputs_embeds=inputs_embeds, position_ids=position_ids,
