@@ -39,7 +39,7 @@ import gin
 
 # Former module paths (before the subpackages) -> the module's path now.
 _FORMER_PATHS = {
-    "synthesis": "core.synthesis",
+    "synthesis": "core.interface",
     "synthesizers": "core.synthesizers",
     "layer": "core.layer",
     "reference": "core.reference",
@@ -111,7 +111,6 @@ from mtf_synthesizer.baselines.local_attention import WindowedSelfAttention
 from mtf_synthesizer.baselines.local_conv import DecodableLocalConvAttnBlock
 from mtf_synthesizer.checkpoints import release
 from mtf_synthesizer.core import layer
-from mtf_synthesizer.core import synthesis
 from mtf_synthesizer.core import synthesizers
 from mtf_synthesizer.core.layer import SynthesizerAttention
 from mtf_synthesizer.core.synthesizers import Dense

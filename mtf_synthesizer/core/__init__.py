@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """The paper's core: the synthesizing functions and the layer around them.
 
-  * `synthesis`: the interface, `SynthesizingFunction` (its properties:
+  * `interface`: what a function is, `SynthesizingFunction` (its properties:
     needs_queries, needs_keys, indexes_positions, input_independent,
     trainable, marker(), export_settings()) and `SynthesisInputs` (what a
     function may condition on); `BY_NAME`, filled as functions are defined;

@@ -38,20 +38,20 @@ import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer.training import summaries
-from mtf_synthesizer.core import synthesis
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 
 # The interface, under the names the package has always used.
-BY_NAME = synthesis.BY_NAME
-MEMORY_POSITIONS = synthesis.MEMORY_POSITIONS
-QUERY_POSITIONS = synthesis.QUERY_POSITIONS
-SynthesisInputs = synthesis.SynthesisInputs
-SynthesizingFunction = synthesis.SynthesizingFunction
+BY_NAME = interface.BY_NAME
+MEMORY_POSITIONS = interface.MEMORY_POSITIONS
+QUERY_POSITIONS = interface.QUERY_POSITIONS
+SynthesisInputs = interface.SynthesisInputs
+SynthesizingFunction = interface.SynthesizingFunction
 
 
 @gin.configurable(module="synthesizers")
-class DotProduct(synthesis.SynthesizingFunction):
+class DotProduct(interface.SynthesizingFunction):
   """Vanilla dot-product attention logits, F_Q(X) F_K(X)^T (V).
 
   The 1/sqrt(d_kv) scale is mesh's: folded into the query initializer
@@ -69,14 +69,14 @@ class DotProduct(synthesis.SynthesizingFunction):
     return "k"
 
   def logits(self, inputs, scale=None):
-    q = synthesis.float32(inputs.queries, scale)
-    k = synthesis.float32(inputs.keys)
+    q = interface.float32(inputs.queries, scale)
+    k = interface.float32(inputs.keys)
     return mtf.einsum([q, k], output_shape=inputs.logits_shape(
         [q, k], [inputs.key_dim]))
 
 
 @gin.configurable(module="synthesizers")
-class Random(synthesis.SynthesizingFunction):
+class Random(interface.SynthesizingFunction):
   """Random Synthesizer (R), eq. 4: a learned N x N matrix per head.
 
   The default initializer draws R uniformly with the scale the original
@@ -103,7 +103,7 @@ class Random(synthesis.SynthesizingFunction):
     shape = mtf.Shape(inputs.heads_dims + [
         mtf.Dimension(QUERY_POSITIONS, n), mtf.Dimension(MEMORY_POSITIONS, n)])
     return mtf.get_variable(
-        inputs.mesh, "R", shape, initializer=synthesis.uniform(limit),
+        inputs.mesh, "R", shape, initializer=interface.uniform(limit),
         dtype=inputs.variable_dtype, trainable=self.trainable)
 
   def logits(self, inputs, scale=None):
@@ -111,7 +111,7 @@ class Random(synthesis.SynthesizingFunction):
     decoding = inputs.length_dim is None
     if not decoding:
       # [heads, N, N]: no batch dim, so scaling it is cheap.
-      r = synthesis.float32(r, scale)
+      r = interface.float32(r, scale)
     rows = positions_lib.select_positions(
         r, r.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
         inputs.length_dim, inputs.batch_dims)
@@ -121,7 +121,7 @@ class Random(synthesis.SynthesizingFunction):
     if decoding:
       # One row of R per example: smaller than the table, so the row lookup
       # comes first and the scale applies to the row.
-      logits = synthesis.float32(logits, scale)
+      logits = interface.float32(logits, scale)
     return logits
 
 
@@ -136,7 +136,7 @@ class FixedRandom(Random):
 
 
 @gin.configurable(module="synthesizers")
-class FactorizedRandom(synthesis.SynthesizingFunction):
+class FactorizedRandom(interface.SynthesizingFunction):
   """Factorized Random Synthesizer (FR), eq. 7: R1 R2^T per head.
 
   R1 and R2 are N x k. Both are truncated (or gathered) to the positions in
@@ -170,24 +170,24 @@ class FactorizedRandom(synthesis.SynthesizingFunction):
         inputs.mesh, "R1",
         mtf.Shape(inputs.heads_dims + [mtf.Dimension(QUERY_POSITIONS, n),
                                        rank_dim]),
-        initializer=synthesis.uniform(limit), dtype=inputs.variable_dtype)
+        initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
     r2 = mtf.get_variable(
         inputs.mesh, "R2",
         mtf.Shape(inputs.heads_dims + [mtf.Dimension(MEMORY_POSITIONS, n),
                                        rank_dim]),
-        initializer=synthesis.uniform(limit), dtype=inputs.variable_dtype)
+        initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
     return r1, r2
 
   def logits(self, inputs, scale=None):
     r1, r2 = self.factors(inputs)
-    r1 = synthesis.float32(r1, scale)
+    r1 = interface.float32(r1, scale)
     r1 = positions_lib.select_positions(
         r1, r1.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
         inputs.length_dim, inputs.batch_dims)
     r2 = positions_lib.select_positions(
         r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
         inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
-    return mtf.einsum([r1, synthesis.float32(r2)],
+    return mtf.einsum([r1, interface.float32(r2)],
                       reduced_dims=[r1.shape.dims[-1]])
 
 
@@ -199,7 +199,7 @@ def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
   w1 = mtf.get_variable(
       inputs.mesh, "w1",
       mtf.Shape([inputs.model_dim] + inputs.heads_dims + [hidden_dim]),
-      initializer=synthesis.fan_in_normal(inputs.model_dim.size),
+      initializer=interface.fan_in_normal(inputs.model_dim.size),
       dtype=inputs.variable_dtype)
   h = mtf.einsum([inputs.x, w1], reduced_dims=[inputs.model_dim])
   if use_bias:
@@ -217,7 +217,7 @@ def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
   w = mtf.get_variable(
       inputs.mesh, "w" + name,
       mtf.Shape(inputs.heads_dims + [hidden_dim, out_dim]),
-      initializer=synthesis.fan_in_normal(hidden_dim.size),
+      initializer=interface.fan_in_normal(hidden_dim.size),
       dtype=inputs.variable_dtype)
   y = mtf.einsum([hidden, w], reduced_dims=[hidden_dim])
   if use_bias:
@@ -228,7 +228,7 @@ def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
 
 
 @gin.configurable(module="synthesizers")
-class Dense(synthesis.SynthesizingFunction):
+class Dense(interface.SynthesizingFunction):
   """Dense Synthesizer (D), eq. 1-3: each token predicts its attention row.
 
   B_i = W2 relu(W1 X_i + b1) + b2 per head, W1: d_model -> hidden,
@@ -272,18 +272,18 @@ class Dense(synthesis.SynthesizingFunction):
     # The scale goes on the smaller factor of that product: W2 in a full
     # pass, the one token's hidden layer when decoding.
     decoding = inputs.length_dim is None
-    hidden = synthesis.float32(hidden, scale if decoding else None)
+    hidden = interface.float32(hidden, scale if decoding else None)
     hidden_dim = hidden.shape.dims[-1]
     positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
     w2 = mtf.get_variable(
         inputs.mesh, "w2",
         mtf.Shape(inputs.heads_dims + [hidden_dim, positions_dim]),
-        initializer=synthesis.fan_in_normal(hidden_dim.size),
+        initializer=interface.fan_in_normal(hidden_dim.size),
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
     w2 = positions_lib.select_positions(
-        synthesis.float32(w2, None if decoding else scale), positions_dim,
+        interface.float32(w2, None if decoding else scale), positions_dim,
         inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
     if inputs.length_dim is not None:
       # W2 carries no batch dim; broadcast it (it is small next to the
@@ -299,7 +299,7 @@ class Dense(synthesis.SynthesizingFunction):
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
       logits += positions_lib.select_positions(
-          synthesis.float32(b2, scale), positions_dim, inputs.memory_positions,
+          interface.float32(b2, scale), positions_dim, inputs.memory_positions,
           inputs.memory_length_dim, inputs.batch_dims)
     return logits
 
@@ -319,7 +319,7 @@ def _next_composite(n: int) -> int:
 
 
 @gin.configurable(module="synthesizers")
-class FactorizedDense(synthesis.SynthesizingFunction):
+class FactorizedDense(interface.SynthesizingFunction):
   """Factorized Dense Synthesizer (FD), eq. 5-6.
 
   A = F_A(X_i) in R^a and B = F_B(X_i) in R^b with a * b = N, sharing the
@@ -404,9 +404,9 @@ class FactorizedDense(synthesis.SynthesizingFunction):
     hidden = _dense_hidden(inputs, self.hidden_size, self.use_bias)
     # The first layer and the projections to A and B run in the activation
     # dtype; A and B are cast to float32 before the scale and their product.
-    factor_a = synthesis.float32(
+    factor_a = interface.float32(
         _dense_projection(inputs, hidden, a_dim, "a", self.use_bias), scale)
-    factor_b = synthesis.float32(
+    factor_b = interface.float32(
         _dense_projection(inputs, hidden, b_dim, "b", self.use_bias))
     if inputs.memory_positions is None:
       return self._contiguous_columns(inputs, factor_a, factor_b)
@@ -469,7 +469,7 @@ class FactorizedDense(synthesis.SynthesizingFunction):
 
 
 @gin.configurable(module="synthesizers")
-class Mixture(synthesis.SynthesizingFunction, register=False):
+class Mixture(interface.SynthesizingFunction, register=False):
   """Mixture Synthesizer (+), eq. 8: softmax(sum_i alpha_i S_i(X)) G(X).
 
   alpha = softmax(w) over the components, one w per head (and per layer), w
