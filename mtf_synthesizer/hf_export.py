@@ -459,8 +459,50 @@ def _write_tokenizer(vocabulary: str, extra_ids: int, out_dir: str) -> str:
   return type(tokenizer).__name__
 
 
+# What a model needs to be transformers' own T5 (T5ForConditionalGeneration),
+# as configuration fields and the values that make it so.
+_PLAIN_T5 = {"is_encoder_decoder": True, "encoder_synthesizers":
+             ["dot_product"], "decoder_synthesizers": ["dot_product"],
+             "relative_attention_type": "bias_shared", "scale_queries": False,
+             "shared_embedding": True, "max_position_embeddings": None}
+
+
+def t5_config(fields: Dict[str, Any]) -> Dict[str, Any]:
+  """transformers' T5Config of a model that is plain T5.
+
+  Args:
+    fields: MtfSynthesizerConfig's fields (`flat_config`).
+
+  Returns:
+    The T5Config fields.
+
+  Raises:
+    ExportError: the model is not plain T5 (a synthesizing function, a
+      layout transformers' T5 lacks).
+  """
+  differing = sorted(k for k, v in _PLAIN_T5.items() if fields.get(k) != v)
+  if fields["num_memory_heads"] not in (0, fields["num_heads"]):
+    differing.append("num_memory_heads")
+  if fields["feed_forward_proj"] not in ("relu", "gated-gelu"):
+    differing.append("feed_forward_proj")
+  if differing:
+    raise ExportError(
+        "the model is not plain T5, so transformers' T5 cannot load it (%s); "
+        "export it without --t5" % ", ".join(
+            "%s=%r" % (k, fields.get(k)) for k in differing))
+  keys = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
+          "num_decoder_layers", "num_heads", "relative_attention_num_buckets",
+          "layer_norm_epsilon", "feed_forward_proj", "tie_word_embeddings")
+  return dict({k: fields[k] for k in keys}, model_type="t5",
+              architectures=["T5ForConditionalGeneration"],
+              relative_attention_max_distance=128, dropout_rate=0.0,
+              is_encoder_decoder=True, pad_token_id=0, eos_token_id=1,
+              decoder_start_token_id=0, use_cache=True)
+
+
 def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
-           checkpoint: Optional[str] = None) -> Dict[str, Any]:
+           checkpoint: Optional[str] = None,
+           plain_t5: bool = False) -> Dict[str, Any]:
   """Writes the transformers directory of a trained mesh model.
 
   Args:
@@ -469,6 +511,9 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
     vocabulary: "byte" or a SentencePiece model path; default the one the
       run used (its gin binding, else MTF_SYNTH_VOCAB).
     checkpoint: a checkpoint prefix; default the latest.
+    plain_t5: write transformers' own T5ForConditionalGeneration (no
+      remote code), for a model that is plain T5 (mesh's SelfAttention in
+      T5's layout).
 
   Returns:
     A summary: {"checkpoint", "architecture", "parameters", "tokenizer"}.
@@ -495,8 +540,11 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
                   else CAUSAL_LM_CLASS)
   auto_model = ("AutoModelForSeq2SeqLM" if fields["is_encoder_decoder"]
                 else "AutoModelForCausalLM")
+  if plain_t5:
+    config = t5_config(fields)
+    architecture = "T5ForConditionalGeneration"
   tf.io.gfile.makedirs(out_dir)
-  config = dict(
+  config = config if plain_t5 else dict(
       fields,
       model_type="mtf_synthesizer",
       architectures=[architecture],
@@ -512,10 +560,13 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
   weights = _weights(checkpoint, prefixes, fields["num_heads"])
   if not fields["is_encoder_decoder"] and "model.shared.weight" in weights:
     weights["model.embed_tokens.weight"] = weights.pop("model.shared.weight")
+  if plain_t5:  # transformers' T5 has no base model attribute
+    weights = {k[len("model."):] if k.startswith("model.") else k: v
+               for k, v in weights.items()}
   safetensors_numpy.save_file(weights,
                               os.path.join(out_dir, "model.safetensors"),
                               metadata={"format": "pt"})
-  for name in MODEL_CODE_FILES:
+  for name in MODEL_CODE_FILES if not plain_t5 else ():
     shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
                     os.path.join(out_dir, name))
   tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)

@@ -73,8 +73,9 @@ def run(model: dict, out_dir: str) -> set:
                            model["new_tokens"])
         generated.append(out[0, len(prompt):].tolist())
     else:
-      logits = net(input_ids=inputs, decoder_input_ids=shifted,
-                   use_cache=False).logits
+      # transformers' T5 needs the mask (ours defaults to ids != 0).
+      logits = net(input_ids=inputs, attention_mask=(inputs != 0).long(),
+                   decoder_input_ids=shifted, use_cache=False).logits
       for text in model["texts"]:
         ids = tokenizer(text).input_ids[:model["max_length"]]
         out = net.generate(torch.tensor([ids]), do_sample=False,
@@ -90,7 +91,7 @@ def run(model: dict, out_dir: str) -> set:
                "loading": {k: sorted(map(str, v)) for k, v in info.items()},
                "class": type(net).__name__,
                "tokenizer": type(tokenizer).__name__}, f)
-  return set(sys.modules[type(net).__module__].FUNCTIONS)
+  return set(getattr(sys.modules[type(net).__module__], "FUNCTIONS", {}))
 
 
 def main():

@@ -126,8 +126,8 @@ PYTHON_RUNS = (("README.md", "model.finetune("),
                ("docs/serving.md", "model.export("))
 # Python blocks that other test modules run, where their models are.
 PYTHON_RUN_ELSEWHERE = {
-    ("README.md", "AutoModelForSeq2SeqLM.from_pretrained"):
-        "test_hf_export.py",
+    ("README.md", "model.generate("): "test_hf_export.py",
+    ("README.md", "model.mesh_optimizer("): "test_hf_export.py",
 }
 
 

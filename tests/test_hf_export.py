@@ -60,9 +60,11 @@ TOLERANCE = 1e-4  # of the largest logit magnitude
 # README.md's export command exports the CLI's models, with their folders;
 # its Python block runs on R's export, with that export's folder.
 README_EXPORT = doc_blocks.find("README.md", "export_hf.py")
-README_BLOCK = doc_blocks.find_block("README.md", "python",
-                                     "AutoModelForSeq2SeqLM.from_pretrained")
+README_BLOCK = doc_blocks.find_block("README.md", "python", "model.generate(")
 README_BLOCK_PATH = '"/tmp/syn/hf"'
+# README.md's training recipe, run on R's export too.
+README_TRAIN_BLOCK = doc_blocks.find_block("README.md", "python",
+                                           "model.mesh_optimizer(")
 VOCAB = 384  # the byte vocabulary, padded as mesh pads it
 SIZES = ["d_model = 32", "num_layers = 2", "d_ff = 64", "num_heads = 2",
          "d_kv = 16"]
@@ -86,6 +88,8 @@ LAYOUTS = {
                      ["Unitransformer.positional_embedding = True"], "lm"),
 }
 RELEASED_NAMES = {"t5.1.0"}
+# mesh's SelfAttention model exported with --t5, as transformers' T5.
+PLAIN_T5 = "plain_t5"
 # The layout exported with a SentencePiece vocabulary (seqio's test model)
 # instead of bytes.
 SENTENCEPIECE_LAYOUT = "t5.1.0"
@@ -279,6 +283,9 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
                          "max_length": conftest.LENGTH,
                          "new_tokens": conftest.LENGTH,
                          "cli": decodes[variant]}
+    # mesh's SelfAttention is plain T5: exported also as transformers' T5.
+    models[PLAIN_T5] = dict(models[conftest.MESH_ATTENTION],
+                            export_args=["--t5"])
     for variant, job in lm_jobs.items():
       model_dir, lm_decodes = job.result()
       models["lm_" + variant] = {"dir": model_dir, "causal": True,
@@ -304,6 +311,8 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
                     if name == "layout_" + SENTENCEPIECE_LAYOUT else "byte")
       argv = [model.get("export_from", model["dir"]), str(out_dir),
               "--vocabulary=" + vocabulary]
+    elif "export_args" in model:
+      argv = [model["dir"], str(out_dir)] + model["export_args"]
     else:  # README.md's command
       argv = README_EXPORT.substituted({"$MODEL_DIR/hf": str(out_dir),
                                         "$MODEL_DIR": model["dir"]})[2:]
@@ -338,11 +347,19 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
   readme = subprocess.run(conftest.pytorch_python(root) + [str(script)],
                           stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=600)
+  script = root / "readme_train_block.py"
+  script.write_text(doc_blocks.substitute_text(
+      README_TRAIN_BLOCK.text,
+      {README_BLOCK_PATH: repr(str(root / "export_random"))}))
+  train = subprocess.run(conftest.pytorch_python(root) + [str(script)],
+                         stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=600)
   return {"models": models, "tokens": tokens, "readme_block": readme,
+          "readme_train_block": train,
           "side": json.loads((out / "side.json").read_text())}
 
 
-DECODED = list(VARIANTS) + ["lm_" + v for v in LM_VARIANTS]
+DECODED = list(VARIANTS) + ["lm_" + v for v in LM_VARIANTS] + [PLAIN_T5]
 NAMES = DECODED + ["layout_" + name for name in LAYOUTS]
 
 
@@ -353,6 +370,9 @@ def test_loads_every_weight(results, name):
   assert not any(loading.values()), loading
   expected = ("MtfSynthesizerForCausalLM" if model["causal"] else
               "MtfSynthesizerForConditionalGeneration")
+  if name == PLAIN_T5:
+    expected = "T5ForConditionalGeneration"
+    assert model["config"]["model_type"] == "t5"
   assert model["torch"]["class"] == expected
   assert model["torch"]["tokenizer"] == (
       "T5Tokenizer" if name == "layout_" + SENTENCEPIECE_LAYOUT
@@ -435,6 +455,19 @@ def test_readme_python_block(results):
   assert run.stdout == cli + "\n", run.stderr[-3000:]
 
 
+def test_readme_training_block(results):
+  """README.md's recipe finetunes R's export; from_config builds bigger."""
+  run = results["readme_train_block"]
+  assert run.returncode == 0, run.stderr[-3000:]
+  lines = run.stdout.splitlines()
+  losses = [float(l.split()[-1]) for l in lines if l.startswith("step ")]
+  assert len(losses) == 5 and losses[-1] < losses[0], lines
+  # More blocks than the export's: more parameters.
+  assert results["models"]["random"]["config"]["num_layers"] < 4
+  _, exported, _, fresh = lines[-1].split()
+  assert int(fresh) > int(exported) > 0
+
+
 @pytest.mark.parametrize("baseline", [b.name for b in attentions.BASELINES])
 def test_baselines_are_refused_by_name(tmp_path, capsys, baseline):
   """A layer the PyTorch model lacks: exit status 2 and its name."""
@@ -447,6 +480,16 @@ def test_baselines_are_refused_by_name(tmp_path, capsys, baseline):
   assert status == 2
   error = capsys.readouterr().err
   assert "is not supported by the export" in error, error
+  assert not os.path.exists(tmp_path / "out" / "model.safetensors")
+
+
+def test_plain_t5_refuses_a_synthesizer(results, tmp_path, capsys):
+  """--t5 on a Synthesizer: exit status 2 and why; nothing written."""
+  status = conftest.run_tool("export_hf.py", [
+      results["models"]["random"]["dir"], str(tmp_path / "out"), "--t5"])
+  assert status == 2
+  error = capsys.readouterr().err
+  assert "not plain T5" in error and "encoder_synthesizers" in error, error
   assert not os.path.exists(tmp_path / "out" / "model.safetensors")
 
 
