@@ -249,6 +249,17 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
     return torch.matmul(r1, r2.transpose(-1, -2))
 
 
+def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+  """x [batch, heads, t, k] @ w [heads, k, n] -> [batch, heads, t, n].
+
+  One matmul batched over heads, with batch and length as its rows: w is
+  neither copied per example nor its gradient summed over them.
+  """
+  b, h, t, k = x.shape
+  rows = x.transpose(0, 1).reshape(h, b * t, k)
+  return torch.bmm(rows, w).view(h, b, t, -1).transpose(0, 1)
+
+
 class _DenseHidden(nn.Module):
   """relu(W1 X_i + b1) per head, the first layer of D and FD."""
 
@@ -292,7 +303,10 @@ class MtfSynthesizerDense(_DenseHidden):
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
     w2 = _columns(_per_head(self.w2, scale), positions)  # [1|b, h, k, s]
-    logits = torch.matmul(h.to(w2.dtype), w2)
+    if w2.shape[0] == 1:
+      logits = _per_head_matmul(h.to(w2.dtype), w2[0])
+    else:
+      logits = torch.matmul(h.to(w2.dtype), w2)
     if self.use_bias:
       b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
       logits = logits + b2[:, :, None, :]
@@ -316,8 +330,8 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del queries
     h = self.hidden(hidden)
-    fa = torch.matmul(h, self.wa.to(h.dtype)).float()  # [b, h, t, a]
-    fb = torch.matmul(h, self.wb.to(h.dtype)).float()  # [b, h, t, b]
+    fa = _per_head_matmul(h, self.wa.to(h.dtype)).float()  # [b, h, t, a]
+    fb = _per_head_matmul(h, self.wb.to(h.dtype)).float()  # [b, h, t, b]
     if self.use_bias:
       fa = fa + self.ba.float()[None, :, None, :]
       fb = fb + self.bb.float()[None, :, None, :]
