@@ -912,9 +912,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     if causal:
       mask = torch.zeros(t, s, device=device).masked_fill(
           relative > 0, MASKED)[None, None]
-    if attention_mask is not None:
-      padding = torch.where(attention_mask[:, None, None, :] > 0, 0.0,
-                            MASKED).to(device)
+    padding = _padding_bias(attention_mask)
+    if padding is not None:
       mask = padding if mask is None else mask + padding
     buckets = None
     shared_bias = None
@@ -929,11 +928,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       shared_bias = shared_bias if mask is None else shared_bias + mask
     cross_bias = None
     if encoder_hidden_states is not None:
-      if encoder_attention_mask is None:
-        encoder_attention_mask = torch.ones(
-            encoder_hidden_states.shape[:2], dtype=torch.long, device=device)
-      cross_bias = torch.where(encoder_attention_mask[:, None, None, :] > 0,
-                               0.0, MASKED)
+      cross_bias = _padding_bias(encoder_attention_mask)
 
     hidden_states = () if output_hidden_states else None
     attentions = () if output_attentions else None
@@ -968,6 +963,18 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
                                   attentions=attentions)
     out.cross_attentions = cross_attentions
     return out
+
+
+def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+  """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
+
+  A mask of ones is dropped (outside torch.compile, as transformers' masks
+  are), so that an unpadded batch's bias has no batch dimension.
+  """
+  if mask is None or (not torch.compiler.is_compiling() and
+                      bool(mask.all())):
+    return None
+  return torch.where(mask[:, None, None, :] > 0, 0.0, MASKED)
 
 
 def _refuse(kwargs: Dict, model: str) -> None:
