@@ -34,6 +34,9 @@ import lowering as lowering_lib
 from mtf_synthesizer import hf_export
 from mtf_synthesizer.jobs import commands
 
+# Builds and trains a mesh model per variant: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
