@@ -23,13 +23,16 @@ One rule per kind of variable, NumPy only:
 where <T5 name> is SelfAttention for mesh's SelfAttention and
 SynthesizerAttention, EncDecAttention for the cross-attention. A one-head
 mesh model leaves the heads axis out of its per-head tables; it is put back.
-global_step and optimizer slots have no PyTorch weight.
+global_step and optimizer slots have no PyTorch weight. Mesh's names are
+parsed by `mtf_synthesizer.checkpoints.names` (the grammar, and T5.1.0's
+legacy norm names).
 """
 
-import re
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from mtf_synthesizer.checkpoints import names
 
 _ATTENTIONS = {"SelfAttention": "SelfAttention",
                "SynthesizerAttention": "SelfAttention",
@@ -37,7 +40,6 @@ _ATTENTIONS = {"SelfAttention": "SelfAttention",
 # Per-head tables and the rank they have with their heads axis (axis 0).
 _PER_HEAD = {"R": 3, "R1": 3, "R2": 3, "w2": 3, "b2": 2, "wa": 3, "ba": 2,
              "wb": 3, "bb": 2}
-_BLOCK = re.compile(r"^(\w+)/block_(\d+)/layer_(\d+)/(.+)$")
 
 
 class UnknownVariable(ValueError):
@@ -94,38 +96,37 @@ def torch_weight(mesh_name: str, value: np.ndarray, num_heads: int,
   Raises:
     UnknownVariable: a variable the PyTorch model has no weight for.
   """
-  if mesh_name == "global_step" or "_slot_" in mesh_name:
+  if not names.is_weight(mesh_name):
     return None
   if mesh_name == "shared/embedding":
     return "model.shared.weight", value
-  stack, _, rest = mesh_name.partition("/")
+  name = names.canonical(mesh_name)  # T5.1.0's released norm names
+  stack, _, rest = name.partition("/")
   if stack not in stacks:
     raise UnknownVariable(mesh_name)
   prefix = stacks[stack]
-  block = _BLOCK.match(mesh_name)
-  if block:
-    _, i, j, rest = block.groups()
-    layer = "%s.block.%d.layer.%d" % (prefix, int(i), int(j))
-    scope, _, local = rest.partition("/")
-    if scope in ("rms_norm", "layer_norm") and local == "scale":
+  variable = names.layer_variable(name)
+  if variable:
+    layer = "%s.block.%d.layer.%d" % (prefix, variable.block, variable.index)
+    if variable.is_norm and variable.local == "scale":
       return layer + ".layer_norm.weight", value
-    if scope in _ATTENTIONS:
+    if variable.kind in _ATTENTIONS:
       try:
-        name, array = _attention_weight(
-            "%s.%s" % (layer, _ATTENTIONS[scope]), local, value, num_heads)
+        return _attention_weight(
+            "%s.%s" % (layer, _ATTENTIONS[variable.kind]), variable.local,
+            value, num_heads)
       except UnknownVariable:
         raise UnknownVariable(mesh_name) from None
-      return name, array
-    if scope == "DenseReluDense" and local.endswith("/kernel"):
+    if variable.kind == "DenseReluDense" and variable.local.endswith(
+        "/kernel"):
       return "%s.DenseReluDense.%s.weight" % (
-          layer, local[:-len("/kernel")]), value.T
+          layer, variable.local[:-len("/kernel")]), value.T
     raise UnknownVariable(mesh_name)
   if rest == "embedding":
     return prefix + ".embed_tokens.weight", value
   if rest == "positional_embedding":
     return prefix + ".embed_positions.weight", value
-  if rest in ("rms_norm/scale", "final_layer_norm/scale",
-              "layer_norm/scale"):
+  if rest == names.NORM + "/scale":
     return prefix + ".final_layer_norm.weight", value
   if rest == "logits/kernel":
     return "lm_head.weight", value.T
