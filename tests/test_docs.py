@@ -97,6 +97,10 @@ TOOLS_NOT_RUN = {
                           "runs the quick reference block)",
     "tools/mesh_comm_audit.py": "lowers every variant on two meshes "
                                 "(tests/test_mesh_comm.py)",
+    "tools/benchmark_torch.py": "times every variant and transformers' T5 "
+                                "(a minute or more; "
+                                "tests/test_torch_benchmark.py runs it at "
+                                "tiny dims)",
 }
 # Tools run in this process: they only print (no network, no subprocess).
 IN_PROCESS_TOOLS = ("tools/tpu_job.py", "tools/paper_commands.py")
