@@ -741,7 +741,7 @@ def test_attention_pictures_command(ran):
   ran["pictures"].check()
   names = sorted(os.listdir(ran["root"] / "png"))
   assert names == ["histograms.png", "input_R.png", "input_R_V.png",
-                   "input_vanilla.png", "mixture_R_V.png", "synthetic_R.png",
+                   "input_mesh.png", "mixture_R_V.png", "synthetic_R.png",
                    "synthetic_R_V.png"], names
 
 
