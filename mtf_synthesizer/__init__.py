@@ -19,8 +19,8 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   stock_cli/      what the stock t5_mesh_transformer runs at start-up
   jobs/           stock-CLI commands as data, the runner, Cloud TPU jobs
   commands/       the installed commands (export, TPU jobs, conversion)
-  hf_export.py, hf_model/
-                  the export to PyTorch / transformers
+  export/         a trained model out to PyTorch / transformers
+  hf_model/       the PyTorch model (torch and transformers only)
   gin/            the gin files (installed from the checkout's gin/)
 
 `mtf_synthesizer.MtfModel` is imported on first use, so that importing the
@@ -58,6 +58,8 @@ _FORMER_PATHS = {
     "cpu_devices": "stock_cli.cpu_devices",
     "gin_path": "stock_cli.gin_path",
     "mesh_defaults": "jobs.mesh_defaults",
+    "hf_export": "export.hf_export",
+    "torch_names": "export.torch_names",
 }
 
 

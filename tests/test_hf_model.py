@@ -23,9 +23,9 @@ import pytest
 
 import conftest
 from mtf_synthesizer import attentions
-from mtf_synthesizer import hf_export
+from mtf_synthesizer.export import hf_export
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import torch_names
+from mtf_synthesizer.export import torch_names
 
 TOLERANCE = 1e-5
 # Every function alone, then every composition of the table (in its order).
@@ -170,7 +170,7 @@ def test_only_the_exported_model_code_imports_torch():
 
 def test_layers_and_export_load_without_torch():
   code = ("import sys, mtf_synthesizer\n"
-          "from mtf_synthesizer import hf_export\n"
+          "from mtf_synthesizer.export import hf_export\n"
           "print('torch' in sys.modules, 'transformers' in sys.modules)")
   proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
                         text=True, timeout=600, cwd=conftest.REPO)

@@ -31,7 +31,7 @@ import tensorflow.compat.v1 as tf
 
 import conftest
 import lowering as lowering_lib
-from mtf_synthesizer import hf_export
+from mtf_synthesizer.export import hf_export
 from mtf_synthesizer.jobs import commands
 
 # Builds and trains a mesh model per variant: `make test-fast` skips it.

@@ -22,7 +22,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from mtf_synthesizer import hf_export
+from mtf_synthesizer.export import hf_export
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

@@ -10,7 +10,7 @@ Synthesizer's own fields say which synthesizing functions each stack's
 self-attention composes (Tay et al., Table 1) and their sizes; mesh's layout
 options (a relative position bias per layer, multi-query attention, queries
 scaled at run time, learned absolute positions) are fields too, so that
-`mtf_synthesizer.hf_export` can describe any model the stock CLI trains.
+`mtf_synthesizer.export` can describe any model the stock CLI trains.
 """
 
 from typing import Optional, Sequence, Tuple

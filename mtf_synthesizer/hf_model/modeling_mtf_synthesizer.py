@@ -7,7 +7,7 @@ encoder-decoder), `MtfSynthesizerForConditionalGeneration`
 (`AutoModelForSeq2SeqLM`) and `MtfSynthesizerForCausalLM`
 (`AutoModelForCausalLM`, one causal stack). Inside a stack the names are
 T5's (`block.0.layer.0.SelfAttention.q`), with each synthesizing function's
-weights under its name (`SelfAttention.random.R`); `mtf_synthesizer.hf_export`
+weights under its name (`SelfAttention.random.R`); `mtf_synthesizer.export`
 maps mesh's variables to them.
 
 The synthesizing functions (Tay et al., sec. 3), per head h, for a query at

@@ -40,10 +40,10 @@ import tensorflow.compat.v1 as tf
 import mtf_synthesizer  # pylint: disable=unused-import  (gin configurables)
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer import torch_names
+from mtf_synthesizer.export import torch_names
 
-MODEL_CODE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              "hf_model")
+MODEL_CODE_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
 MODEL_CODE_FILES = ("configuration_mtf_synthesizer.py",
                     "modeling_mtf_synthesizer.py")
 SEQ2SEQ_CLASS = "MtfSynthesizerForConditionalGeneration"
