@@ -260,6 +260,22 @@ def byte_vocab():
   vocabulary.reset_vocabulary()
 
 
+def run_script(path: str) -> Dict[str, object]:
+  """Runs a script in this process as `python <path>` runs it.
+
+  Python puts the script's folder first on `sys.path` (a tool finds
+  `tools/_checkout.py` there); `runpy.run_path` alone does not.
+
+  Args:
+    path: the script.
+
+  Returns:
+    The script's globals.
+  """
+  with mock.patch.object(sys, "path", [os.path.dirname(path)] + sys.path):
+    return runpy.run_path(path, run_name="__main__")
+
+
 def run_tool(script: str, argv: Sequence[str]) -> int:
   """Runs a script of tools/ in this process, as `python tools/<script>`.
 
@@ -276,7 +292,7 @@ def run_tool(script: str, argv: Sequence[str]) -> int:
   path = os.path.join(TOOLS, script)
   with mock.patch.object(sys, "argv", [path] + list(argv)):
     try:
-      runpy.run_path(path, run_name="__main__")
+      run_script(path)
     except SystemExit as e:
       if isinstance(e.code, int):
         return e.code

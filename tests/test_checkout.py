@@ -44,37 +44,44 @@ def test_subprocesses_import_the_working_tree(monkeypatch):
         os.path.realpath(checkout.ROOT) + os.sep), out
 
 
-def test_every_tool_puts_the_checkout_first():
-  prelude = ("sys.path.insert(0, os.path.dirname(os.path.dirname(\n"
-             "    os.path.abspath(__file__))))\n")
+def test_every_tool_finds_the_checkout_one_way():
+  # Each tool imports tools/_checkout.py before the checkout's packages, and
+  # none reaches for sys.path itself.
   for name in sorted(os.listdir(conftest.TOOLS)):
-    if not name.endswith(".py"):
+    if not name.endswith(".py") or name == "_checkout.py":
       continue
     with open(os.path.join(conftest.TOOLS, name)) as f:
       source = f.read()
+    assert "sys.path" not in source, name
     first_party = re.search(
         r"^(from|import) (mtf_synthesizer|workbench|t5_tasks)\b", source,
         re.MULTILINE)
     if first_party:  # (tools/saved_model_predict.py needs TF only)
-      assert 0 <= source.find(prelude) < first_party.start(), name
+      found = re.search(r"^import _checkout\b", source, re.MULTILINE)
+      assert found and found.start() < first_party.start(), name
 
 
 def test_a_tool_imports_the_working_tree_without_pythonpath(tmp_path):
-  # Run as a user runs it: from another directory, no PYTHONPATH.
+  # Run as `python tools/paper_commands.py --help` runs, from another
+  # directory, with no PYTHONPATH: Python puts the script's folder first on
+  # sys.path, then runs it.
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   tool = os.path.join(conftest.TOOLS, "paper_commands.py")
-  code = ("import runpy, sys\n"
+  code = ("import os, runpy, sys\n"
           "sys.argv = [%r, '--help']\n"
+          "sys.path[0] = os.path.dirname(sys.argv[0])\n"
           "try:\n"
           "  runpy.run_path(sys.argv[0], run_name='__main__')\n"
           "except SystemExit:\n"
           "  pass\n"
-          "print(sys.modules['mtf_synthesizer'].__file__)\n" % tool)
+          "print(sys.modules['mtf_synthesizer'].__file__)\n"
+          "print(sys.path[0])\n" % tool)
   out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                        text=True, check=True, cwd=str(tmp_path), env=env
                        ).stdout.split()
-  assert os.path.realpath(out[-1]).startswith(
+  assert os.path.realpath(out[-2]).startswith(
       os.path.realpath(checkout.ROOT) + os.sep), out
+  assert os.path.realpath(out[-1]) == os.path.realpath(checkout.ROOT), out
 
 
 def test_the_product_installs_no_workbench():

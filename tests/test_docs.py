@@ -41,7 +41,6 @@ import json
 import math
 import os
 import re
-import runpy
 import shlex
 import socket
 import subprocess
@@ -62,8 +61,8 @@ from t5.models import mesh_transformer_main  # defines the CLI's flags
 
 import conftest
 import doc_blocks
-from mtf_synthesizer.stock_cli import gin_path
 from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.stock_cli import gin_path
 import t5_tasks  # pylint: disable=unused-import  (registers the tasks)
 from t5_tasks import pydocs
 
@@ -365,7 +364,7 @@ def _tool_problems(command: doc_blocks.Command) -> List[str]:
     stack.enter_context(contextlib.redirect_stderr(err))
     stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
     try:
-      runpy.run_path(path, run_name="__main__")
+      conftest.run_script(path)
     except _Parsed:
       return []
     except SystemExit as e:

@@ -38,6 +38,7 @@ SCRIPT = textwrap.dedent("""\
     import numpy as np
     import tensorflow.compat.v1 as tf
     import mtf_synthesizer
+    sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as python <tool>
     example = runpy.run_path(sys.argv[1])
     results = example["run"](sys.argv[2], "random_vanilla",
                              "pydocs_span_corruption", %d,

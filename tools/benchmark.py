@@ -31,10 +31,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 import tensorflow.compat.v1 as tf
 
 from workbench import benchmark_blocks

@@ -14,15 +14,11 @@ Usage:
 """
 
 import argparse
-import os
 import sys
 import tempfile
 from typing import Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from mtf_synthesizer import attentions
 from workbench import checkout
 from workbench import mesh_check

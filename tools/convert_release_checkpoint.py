@@ -12,13 +12,9 @@ The checkout's copy of the installed command
 more), run with this working tree's package.
 """
 
-import os
 import sys
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from mtf_synthesizer.commands import convert_release_checkpoint
 
 if __name__ == "__main__":

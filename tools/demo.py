@@ -49,10 +49,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import events

@@ -32,14 +32,10 @@ TABLE_BASELINES, the last from `mtf_synthesizer.attentions`).
 """
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import cloud_tpu
 

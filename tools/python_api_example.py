@@ -29,13 +29,9 @@ The results (decodes, scores, SavedModel path) are printed and written to
 import argparse
 import json
 import os
-import sys
 from typing import Dict, List, Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from absl import logging
 import gin
 import mesh_tensorflow as mtf

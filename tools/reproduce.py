@@ -37,14 +37,10 @@ which of the paper's orderings hold.
 """
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
-# Run from the checkout: its packages first (workbench/checkout.py).
-sys.path.insert(0, os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-# pylint: disable=g-import-not-at-top,wrong-import-position
+import _checkout  # pylint: disable=unused-import  (the checkout first)
 from workbench import checkout
 from workbench import reproduction
 from workbench import study

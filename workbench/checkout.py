@@ -2,10 +2,11 @@
 # Licensed under the Apache License, Version 2.0.
 """The checkout the workbench runs from: its root and its commit.
 
-The scripts in `tools/` put the checkout's root first on `sys.path`, so they
-import this working tree's `mtf_synthesizer`, `t5_tasks` and `workbench`
-(an edit is live at once). `use_for_subprocesses` does the same for the
-stock-CLI processes a tool starts.
+The scripts in `tools/` find the checkout one way, `import _checkout`
+(`tools/_checkout.py` puts its root first on `sys.path`), so they import
+this working tree's `mtf_synthesizer`, `t5_tasks` and `workbench` (an edit
+is live at once). `use_for_subprocesses` does the same for the stock-CLI
+processes a tool starts.
 """
 
 import os
