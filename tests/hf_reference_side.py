@@ -22,14 +22,16 @@ largest difference between:
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Run by path without tests/ on sys.path: the shared loader of the model code.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_code  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+REPO = model_code.REPO
 D_MODEL, HEADS, D_KV, N = 8, 2, 4, 8
 SETTINGS = {"factorized_random": {"k": 2},
             "factorized_dense": {"a": 2, "b": 4}}
@@ -43,24 +45,9 @@ def _load(path, name):
   return module
 
 
-def _modeling():
-  """The modeling code as a package of its own, as transformers loads it."""
-  package = os.path.join(tempfile.mkdtemp(), "exported")
-  os.makedirs(package)
-  for name in ("configuration_mtf_synthesizer.py",
-               "modeling_mtf_synthesizer.py"):
-    shutil.copy(os.path.join(REPO, "mtf_synthesizer", "hf_model", name),
-                package)
-  open(os.path.join(package, "__init__.py"), "w").close()
-  sys.path.insert(0, os.path.dirname(package))
-  return importlib.import_module("exported.modeling_mtf_synthesizer")
-
-
 def _config(modeling, names, causal_lm=False, **fields):
   """A tiny configuration whose stacks compose `names`."""
-  config_module = sys.modules[modeling.__name__.rsplit(".", 1)[0] +
-                              ".configuration_mtf_synthesizer"]
-  return config_module.MtfSynthesizerConfig(
+  return modeling.MtfSynthesizerConfig(
       vocab_size=16, d_model=D_MODEL, d_kv=D_KV, d_ff=16, num_layers=2,
       num_heads=HEADS, feed_forward_proj="gated-gelu", dropout_rate=0.0,
       encoder_synthesizers=names, decoder_synthesizers=names,
@@ -158,7 +145,7 @@ def main():
   cases_path, result_path = sys.argv[1:3]
   with open(cases_path) as f:
     cases = json.load(f)
-  modeling = _modeling()
+  modeling = model_code.load()
   path = os.path.join(REPO, "mtf_synthesizer", "core", "reference.py")
   if not os.path.exists(path):
     path = os.path.join(REPO, "mtf_synthesizer", "reference.py")

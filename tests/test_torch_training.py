@@ -27,15 +27,10 @@ into a package of their own (no TensorFlow, mesh or this package).
 """
 
 import contextlib
-import functools
-import importlib
 import json
 import os
-import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 import warnings
 
 import pytest
@@ -44,36 +39,17 @@ from transformers import Seq2SeqTrainer
 from transformers import Seq2SeqTrainingArguments
 
 import conftest
+import model_code
 from mtf_synthesizer import attentions
 
 # pylint: disable=protected-access
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
 VOCAB, N = 64, 16  # vocabulary; the tables' positions (synthesizer_max_length)
 # Mesh starts these at zero: D's and FD's biases, a mixture's logits.
 ZERO_INITIALIZED = ("w1.bias", "b2", "ba", "bb", "alpha_logits")
 TOLERANCE = 1e-5
-
-
-@functools.lru_cache(maxsize=None)
-def _modeling():
-  """The modeling module, loaded as transformers loads remote code."""
-  root = tempfile.mkdtemp(prefix="torch_training_")
-  package = os.path.join(root, "torch_training_export")
-  os.makedirs(package)
-  for name in ("configuration_mtf_synthesizer.py",
-               "modeling_mtf_synthesizer.py"):
-    shutil.copy(os.path.join(REPO, "mtf_synthesizer", "hf_model", name),
-                package)
-  open(os.path.join(package, "__init__.py"), "w").close()
-  sys.path.insert(0, root)
-  try:
-    return importlib.import_module(
-        "torch_training_export.modeling_mtf_synthesizer")
-  finally:
-    sys.path.remove(root)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -87,7 +63,7 @@ def _one_thread():
 
 def _config(components, causal_lm=False, **fields):
   """A tiny config: every stack's self-attention composes `components`."""
-  modeling = _modeling()
+  modeling = model_code.load()
   settings = dict(
       vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=1,
       num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
@@ -101,14 +77,14 @@ def _config(components, causal_lm=False, **fields):
 
 def _seq2seq(components, seed=0, **fields):
   torch.manual_seed(seed)
-  modeling = _modeling()
+  modeling = model_code.load()
   return modeling.MtfSynthesizerForConditionalGeneration._from_config(
       _config(components, **fields))
 
 
 def _causal_lm(components, seed=0, **fields):
   torch.manual_seed(seed)
-  modeling = _modeling()
+  modeling = model_code.load()
   return modeling.MtfSynthesizerForCausalLM._from_config(
       _config(components, causal_lm=True, **fields))
 
@@ -273,7 +249,7 @@ def test_resize_token_embeddings(causal_lm):
 
 def _record_attention(model):
   """Hooks every attention layer: its inputs, output and weights."""
-  modeling = _modeling()
+  modeling = model_code.load()
   calls = []
 
   def hook(module, args, kwargs, output):
@@ -307,7 +283,7 @@ def _assert_weights(weights, layers, shape):
 
 
 def _record_block_inputs(model):
-  modeling = _modeling()
+  modeling = model_code.load()
   inputs = {}
 
   def hook(module, args):
@@ -432,7 +408,7 @@ def test_sdpa_and_eager_agree(variant):
 @contextlib.contextmanager
 def _counting_checkpoints(model):
   """Counts the blocks run under checkpointing (transformers' hook)."""
-  modeling = _modeling()
+  modeling = model_code.load()
   count = [0]
   blocks = [m for m in model.modules()
             if isinstance(m, modeling.MtfSynthesizerBlock)]

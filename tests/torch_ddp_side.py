@@ -16,33 +16,19 @@ loss at each step (the ranks' mean) and the weights after the last step.
 """
 
 import datetime
-import importlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 import torch
 from torch import distributed
 from torch.nn.parallel import DistributedDataParallel
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Run by path without tests/ on sys.path: the shared loader of the model code.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_code  # pylint: disable=g-import-not-at-top,wrong-import-position
+
 BATCH, STEPS = 8, 3
-
-
-def _modeling():
-  """The modeling code as a package of its own, as transformers loads it."""
-  root = tempfile.mkdtemp()
-  package = os.path.join(root, "exported")
-  os.makedirs(package)
-  for name in ("configuration_mtf_synthesizer.py",
-               "modeling_mtf_synthesizer.py"):
-    shutil.copy(os.path.join(REPO, "mtf_synthesizer", "hf_model", name),
-                package)
-  open(os.path.join(package, "__init__.py"), "w").close()
-  sys.path.insert(0, root)
-  return importlib.import_module("exported.modeling_mtf_synthesizer")
 
 
 def _batch():
@@ -95,7 +81,7 @@ def main():
     distributed.init_process_group(
         "gloo", rank=rank, world_size=world,
         timeout=datetime.timedelta(seconds=120))
-  modeling = _modeling()
+  modeling = model_code.load()
   with open(cases_path) as f:
     cases = json.load(f)
   results = {"+".join(names): _train(modeling, tuple(names), rank, world)
