@@ -19,9 +19,9 @@ import tensorflow.compat.v1 as tf
 
 import doc_blocks
 from mtf_synthesizer import attentions
-from mtf_synthesizer.stock_cli import gin_path
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
+from mtf_synthesizer.stock_cli import gin_path
 
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow

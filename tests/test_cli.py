@@ -25,10 +25,10 @@ import tensorflow.compat.v1 as tf
 
 import doc_blocks
 from mtf_synthesizer import attentions
-from mtf_synthesizer.stock_cli import checks as cli_checks
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import events
 from mtf_synthesizer.jobs import runner
+from mtf_synthesizer.stock_cli import checks as cli_checks
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow

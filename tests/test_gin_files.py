@@ -14,8 +14,8 @@ import pytest
 
 import mtf_synthesizer as ms
 from mtf_synthesizer import attentions
-from mtf_synthesizer.stock_cli import gin_path
 from mtf_synthesizer.baselines import local_conv
+from mtf_synthesizer.stock_cli import gin_path
 import t5.models
 
 # The stock CLI's search path: mesh's and t5's gin folders.

@@ -23,8 +23,8 @@ import pytest
 
 import conftest
 from mtf_synthesizer import attentions
-from mtf_synthesizer.export import hf_export
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer.export import hf_export
 from mtf_synthesizer.export import torch_names
 
 TOLERANCE = 1e-5

@@ -28,8 +28,8 @@ import tensorflow.compat.v1 as tf
 
 import conftest
 from mtf_synthesizer import attentions
-from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.core import synthesizers
+from mtf_synthesizer.jobs import mesh_defaults
 from workbench import comm_audit as audit_lib
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.

@@ -39,9 +39,9 @@ from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-
 
 import lowering as lowering_lib
 from mtf_synthesizer import attentions
-from mtf_synthesizer.stock_cli import gin_path
-from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.core import synthesizers
+from mtf_synthesizer.jobs import mesh_defaults
+from mtf_synthesizer.stock_cli import gin_path
 from workbench import tiny_model
 
 # Runs the stock CLI or builds many models: `make test-fast` skips it.

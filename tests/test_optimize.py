@@ -21,9 +21,9 @@ import tensorflow.compat.v1 as tf
 
 import graph_order
 import lowering as lowering_lib
-from mtf_synthesizer.training import optimize
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
+from mtf_synthesizer.training import optimize
 
 STEPS = 3
 LEARNING_RATE = 0.01

@@ -29,9 +29,9 @@ import tensorflow.compat.v1 as tf
 import released_families as families
 from mtf_synthesizer import attentions
 from mtf_synthesizer import checkpoints
-from mtf_synthesizer.stock_cli import gin_path  # pylint: disable=unused-import
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
+from mtf_synthesizer.stock_cli import gin_path  # pylint: disable=unused-import
 import t5.models
 
 # Builds many models and runs the stock CLI: `make test-fast` skips it.

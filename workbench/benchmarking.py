@@ -35,8 +35,8 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
 from mtf_synthesizer.core import layer as layer_lib
-from mtf_synthesizer.training import optimize
 from mtf_synthesizer.core import reference as ref
+from mtf_synthesizer.training import optimize
 from workbench import benchmark_trace
 from workbench import tiny_model
 

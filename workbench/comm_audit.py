@@ -56,8 +56,8 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.core import synthesizers
+from mtf_synthesizer.jobs import mesh_defaults
 from workbench import tiny_model
 
 # Every variant of the table (mesh's own attention can be audited too, as

@@ -27,8 +27,8 @@ import os
 import re
 from typing import Dict, Optional
 
-from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import runner
 
 MESH_SHAPE = "model:2,batch:2"

@@ -31,10 +31,10 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer.core import layer as layer_lib
 from mtf_synthesizer.baselines import linformer
 from mtf_synthesizer.baselines import local_attention
 from mtf_synthesizer.baselines import local_conv
+from mtf_synthesizer.core import layer as layer_lib
 from mtf_synthesizer.core import synthesizers
 
 BATCH, LENGTH, VOCAB = 4, 8, 32

@@ -23,8 +23,8 @@ from mtf_synthesizer.checkpoints.from_t5 import checkpoint_name
 from mtf_synthesizer.checkpoints.from_t5 import is_synthesizer_only
 from mtf_synthesizer.checkpoints.from_t5 import LOG_PREFIX
 from mtf_synthesizer.checkpoints.from_t5 import plan
-from mtf_synthesizer.checkpoints.from_t5 import resolve
 from mtf_synthesizer.checkpoints.from_t5 import Resolution
+from mtf_synthesizer.checkpoints.from_t5 import resolve
 from mtf_synthesizer.checkpoints.from_t5 import summary
 from mtf_synthesizer.checkpoints.from_t5 import vanilla_to_synthesizer
 from mtf_synthesizer.checkpoints.names import norm_aliases

@@ -37,10 +37,10 @@ import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
-from mtf_synthesizer.training import summaries
 from mtf_synthesizer.core import interface
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
+from mtf_synthesizer.training import summaries
 
 # The interface, under the names the package has always used.
 BY_NAME = interface.BY_NAME

@@ -44,8 +44,8 @@ import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import runner
 
 STAGES = ("pretrain", "finetune", "eval")
