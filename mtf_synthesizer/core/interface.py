@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Type
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 
 # Names of the max_length-sized dimensions of the position-indexed tables.
@@ -76,6 +77,34 @@ class SynthesisInputs:
     """The dims of x other than the length and model dims."""
     return [d for d in self.x.shape.dims
             if d not in (self.length_dim, self.model_dim)]
+
+  def at_query_positions(self, table: mtf.Tensor) -> mtf.Tensor:
+    """A table's QUERY_POSITIONS dim read at the queries' positions.
+
+    Args:
+      table: a Tensor with the QUERY_POSITIONS dim (size max_length).
+
+    Returns:
+      The table truncated to the length dim, or gathered at
+      `query_positions`.
+    """
+    return positions_lib.select_positions(
+        table, table.shape.get_dim_by_name(QUERY_POSITIONS),
+        self.query_positions, self.length_dim, self.batch_dims)
+
+  def at_memory_positions(self, table: mtf.Tensor) -> mtf.Tensor:
+    """A table's MEMORY_POSITIONS dim read at the memory's positions.
+
+    Args:
+      table: a Tensor with the MEMORY_POSITIONS dim (size max_length).
+
+    Returns:
+      The table truncated to the memory length dim, or gathered at
+      `memory_positions`.
+    """
+    return positions_lib.select_positions(
+        table, table.shape.get_dim_by_name(MEMORY_POSITIONS),
+        self.memory_positions, self.memory_length_dim, self.batch_dims)
 
   def logits_shape(self, tensors: Sequence[mtf.Tensor],
                    reduced_dims: Sequence[mtf.Dimension] = ()) -> mtf.Shape:

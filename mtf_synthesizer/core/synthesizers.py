@@ -112,12 +112,7 @@ class Random(interface.SynthesizingFunction):
     if not decoding:
       # [heads, N, N]: no batch dim, so scaling it is cheap.
       r = interface.float32(r, scale)
-    rows = positions_lib.select_positions(
-        r, r.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
-        inputs.length_dim, inputs.batch_dims)
-    logits = positions_lib.select_positions(
-        rows, rows.shape.get_dim_by_name(MEMORY_POSITIONS),
-        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
+    logits = inputs.at_memory_positions(inputs.at_query_positions(r))
     if decoding:
       # One row of R per example: smaller than the table, so the row lookup
       # comes first and the scale applies to the row.
@@ -181,12 +176,8 @@ class FactorizedRandom(interface.SynthesizingFunction):
   def logits(self, inputs, scale=None):
     r1, r2 = self.factors(inputs)
     r1 = interface.float32(r1, scale)
-    r1 = positions_lib.select_positions(
-        r1, r1.shape.get_dim_by_name(QUERY_POSITIONS), inputs.query_positions,
-        inputs.length_dim, inputs.batch_dims)
-    r2 = positions_lib.select_positions(
-        r2, r2.shape.get_dim_by_name(MEMORY_POSITIONS),
-        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
+    r1 = inputs.at_query_positions(r1)
+    r2 = inputs.at_memory_positions(r2)
     return mtf.einsum([r1, interface.float32(r2)],
                       reduced_dims=[r1.shape.dims[-1]])
 
@@ -282,9 +273,8 @@ class Dense(interface.SynthesizingFunction):
         dtype=inputs.variable_dtype)
     # Only the columns of the memory positions in use are computed: W2 is
     # truncated (or gathered, for packed input) before the product.
-    w2 = positions_lib.select_positions(
-        interface.float32(w2, None if decoding else scale), positions_dim,
-        inputs.memory_positions, inputs.memory_length_dim, inputs.batch_dims)
+    w2 = inputs.at_memory_positions(
+        interface.float32(w2, None if decoding else scale))
     if inputs.length_dim is not None:
       # W2 carries no batch dim; broadcast it (it is small next to the
       # logits) so that the product is a matmul batched over batch and heads,
@@ -298,9 +288,7 @@ class Dense(interface.SynthesizingFunction):
       b2 = mtf.get_variable(
           inputs.mesh, "b2", mtf.Shape(inputs.heads_dims + [positions_dim]),
           initializer=tf.zeros_initializer(), dtype=inputs.variable_dtype)
-      logits += positions_lib.select_positions(
-          interface.float32(b2, scale), positions_dim, inputs.memory_positions,
-          inputs.memory_length_dim, inputs.batch_dims)
+      logits += inputs.at_memory_positions(interface.float32(b2, scale))
     return logits
 
 
