@@ -46,4 +46,3 @@ def load() -> types.ModuleType:
     return importlib.import_module(name)
   finally:
     sys.path.remove(root)
-
