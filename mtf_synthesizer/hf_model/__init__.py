@@ -2,6 +2,38 @@
 # Licensed under the Apache License, Version 2.0.
 """The PyTorch model that `mtf_synthesizer.export` writes beside weights.
 
-Importing this package imports nothing; its modeling module needs torch
-(`pip install mtf_synthesizer[torch]`).
+Importing this package registers the model with transformers' Auto classes
+(`AutoConfig`, `AutoModel`, `AutoModelForSeq2SeqLM`,
+`AutoModelForCausalLM`), so that a saved or exported model loads with
+`from_pretrained(path)` and no `trust_remote_code`. Without torch
+(`pip install mtf_synthesizer[torch]`) only the configuration is
+registered.
 """
+
+import importlib.util
+
+from transformers import AutoConfig
+
+from mtf_synthesizer.hf_model.configuration_mtf_synthesizer import (
+    MtfSynthesizerConfig)
+
+AutoConfig.register(MtfSynthesizerConfig.model_type, MtfSynthesizerConfig,
+                    exist_ok=True)
+
+if importlib.util.find_spec("torch") is not None:
+  # pylint: disable=g-import-not-at-top
+  from transformers import AutoModel
+  from transformers import AutoModelForCausalLM
+  from transformers import AutoModelForSeq2SeqLM
+
+  from mtf_synthesizer.hf_model.modeling_mtf_synthesizer import (
+      MtfSynthesizerForCausalLM, MtfSynthesizerForConditionalGeneration,
+      MtfSynthesizerModel)
+
+  AutoModel.register(MtfSynthesizerConfig, MtfSynthesizerModel,
+                     exist_ok=True)
+  AutoModelForSeq2SeqLM.register(
+      MtfSynthesizerConfig, MtfSynthesizerForConditionalGeneration,
+      exist_ok=True)
+  AutoModelForCausalLM.register(MtfSynthesizerConfig,
+                                MtfSynthesizerForCausalLM, exist_ok=True)

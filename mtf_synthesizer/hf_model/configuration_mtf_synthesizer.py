@@ -13,7 +13,8 @@ scaled at run time, learned absolute positions) are fields too, so that
 `mtf_synthesizer.export` can describe any model the stock CLI trains.
 """
 
-from typing import Optional, Sequence, Tuple
+import inspect
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from transformers import PretrainedConfig
 
@@ -226,6 +227,25 @@ class MtfSynthesizerConfig(PretrainedConfig):
                      decoder_start_token_id=decoder_start_token_id,
                      is_encoder_decoder=is_encoder_decoder,
                      tie_word_embeddings=tie_word_embeddings, **kwargs)
+
+  def to_diff_dict(self) -> Dict[str, Any]:
+    """config.json's fields: every one of this class, the others if changed.
+
+    transformers writes a field only where it differs from PretrainedConfig's
+    default; a field whose default here is another (`is_encoder_decoder`,
+    True here, False there) would be left out and read back as this class's
+    default. Every field of `__init__` is written, so a reload is the same
+    model.
+
+    Returns:
+      The dictionary written to config.json.
+    """
+    written = super().to_diff_dict()
+    full = self.to_dict()
+    for name in inspect.signature(MtfSynthesizerConfig.__init__).parameters:
+      if name in full:
+        written[name] = full[name]
+    return written
 
   def synthesizers(self, stack: str) -> Tuple[str, ...]:
     """The functions of a stack's self-attention ("encoder"/"decoder")."""

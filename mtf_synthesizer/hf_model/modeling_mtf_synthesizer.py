@@ -38,7 +38,7 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 
 import dataclasses
 import math
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -50,10 +50,11 @@ from transformers.cache_utils import DynamicCache
 from transformers.cache_utils import EncoderDecoderCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput
-from transformers.modeling_outputs import BaseModelOutputWithPast
+from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.modeling_outputs import Seq2SeqModelOutput
+from transformers.utils import ModelOutput
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.optimization import Adafactor
 
@@ -551,10 +552,12 @@ class MtfSynthesizerAttention(nn.Module):
       bias = term if bias is None else bias + term
     if not self.has_dot_product:
       # No Q K^T: the weights are softmax(bias), whatever the kernel.
+      if output_attentions:
+        # Each example's weights, the ones the output is computed from (a
+        # table's are otherwise shared by the batch).
+        bias = bias.expand(b, self.num_heads, t, bias.shape[-1])
       out, weights = synthesized_attention_forward(
           self, values, bias, self.dropout if self.training else 0.0)
-      if output_attentions:  # a table's weights are shared by the batch
-        weights = weights.expand(b, self.num_heads, t, -1)
       return self.o(out.reshape(b, t, -1)), (
           weights if output_attentions else None)
     query = queries
@@ -693,9 +696,17 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   _supports_flex_attn = False
   _supports_attention_backend = False
   _keys_to_ignore_on_load_unexpected = []
-  # The loss is a mean per call (mesh_loss ignores num_items_in_batch): the
-  # Trainer must divide it over gradient accumulation steps itself.
-  accepts_loss_kwargs = False
+
+  @property
+  def accepts_loss_kwargs(self) -> bool:
+    """Whether the Trainer may pass `num_items_in_batch` to forward.
+
+    With `loss_denominator="tokens"` the loss divides by the tokens of the
+    whole accumulated batch when given them; mesh's "positions" has no such
+    count, so the Trainer divides the per-call mean over accumulation steps
+    itself.
+    """
+    return self.config.loss_denominator == "tokens"
 
   @torch.no_grad()
   def _init_weights(self, module: nn.Module) -> None:
@@ -838,9 +849,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               encoder_hidden_states: Optional[torch.Tensor] = None,
               encoder_attention_mask: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
-              output_attentions: Optional[bool] = False,
-              output_hidden_states: Optional[bool] = False,
-              **kwargs) -> BaseModelOutputWithPast:
+              output_attentions: Optional[bool] = None,
+              output_hidden_states: Optional[bool] = None,
+              return_dict: Optional[bool] = None,
+              **kwargs) -> BaseModelOutputWithPastAndCrossAttentions:
     """Runs the stack.
 
     Args:
@@ -855,18 +867,21 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       encoder_hidden_states: the encoder output (a decoder).
       encoder_attention_mask: [batch, s_enc] 1 at the encoder's tokens.
       past_key_values: the cache when decoding.
-      output_attentions: return each layer's attention weights.
-      output_hidden_states: return each block's input and the output.
+      output_attentions: return each layer's attention weights (None: the
+        config's).
+      output_hidden_states: return each block's input and the output (None:
+        the config's).
+      return_dict: a ModelOutput, else a tuple (None: the config's).
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
-      BaseModelOutputWithPast, and `cross_attentions` (a decoder's, with
-      output_attentions).
+      BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
+      decoder's, with output_attentions), or its tuple.
     """
     _refuse(kwargs, type(self).__name__)
-    output_attentions = bool(output_attentions)
-    output_hidden_states = bool(output_hidden_states)
     config = self.config
+    output_attentions, output_hidden_states = _output_flags(
+        config, output_attentions, output_hidden_states)
     if (input_ids is None) == (inputs_embeds is None):
       raise ValueError("give exactly one of input_ids and inputs_embeds")
     if inputs_embeds is None:
@@ -957,12 +972,40 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     x = self.dropout(self.final_layer_norm(x))
     if output_hidden_states:
       hidden_states += (x,)
-    out = BaseModelOutputWithPast(last_hidden_state=x,
-                                  past_key_values=past_key_values,
-                                  hidden_states=hidden_states,
-                                  attentions=attentions)
-    out.cross_attentions = cross_attentions
-    return out
+    return _returned(BaseModelOutputWithPastAndCrossAttentions(
+        last_hidden_state=x, past_key_values=past_key_values,
+        hidden_states=hidden_states, attentions=attentions,
+        cross_attentions=cross_attentions), return_dict, config)
+
+
+def _output_flags(config: MtfSynthesizerConfig,
+                  output_attentions: Optional[bool],
+                  output_hidden_states: Optional[bool]) -> Tuple[bool, bool]:
+  """The call's output_attentions and output_hidden_states, else the config's.
+  """
+  if output_attentions is None:
+    output_attentions = config.output_attentions
+  if output_hidden_states is None:
+    output_hidden_states = config.output_hidden_states
+  return bool(output_attentions), bool(output_hidden_states)
+
+
+def _returned(output: ModelOutput, return_dict: Optional[bool],
+              config: MtfSynthesizerConfig) -> Union[ModelOutput, Tuple]:
+  """The output as the call asks: a ModelOutput, or its tuple.
+
+  Args:
+    output: the forward's output.
+    return_dict: the call's argument; None: the config's `return_dict`.
+    config: the model's configuration.
+
+  Returns:
+    `output`, or `output.to_tuple()` (its fields that are not None, in
+    order) where return_dict is False.
+  """
+  if return_dict is None:
+    return_dict = config.return_dict
+  return output if return_dict else output.to_tuple()
 
 
 def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -979,8 +1022,11 @@ def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
 
 def _refuse(kwargs: Dict, model: str) -> None:
   """Raises on an argument the model does not implement."""
-  ignored = {"return_dict", "cache_position", "num_items_in_batch",
-             "logits_to_keep"}
+  ignored = {"cache_position", "logits_to_keep"}
+  if kwargs.get("shift_labels") is not None:
+    raise TypeError(
+        "%s does not take shift_labels: its labels are the targets of the "
+        "decoder inputs (MtfSynthesizerForCausalLM takes them)" % model)
   unknown = sorted(k for k, v in kwargs.items()
                    if k not in ignored and v is not None)
   if unknown:
@@ -1034,7 +1080,8 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              **kwargs) -> Seq2SeqModelOutput:
+              return_dict: Optional[bool] = None,
+              **kwargs) -> Union[Seq2SeqModelOutput, Tuple]:
     """Encodes (unless encoder_outputs are given) and decodes.
 
     Args:
@@ -1048,28 +1095,27 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
       inputs_embeds: instead of input_ids.
       decoder_inputs_embeds: instead of decoder_input_ids.
       use_cache: keep and return a cache.
-      output_attentions: return the attention weights.
-      output_hidden_states: return the hidden states.
+      output_attentions: return the attention weights (None: the
+        config's).
+      output_hidden_states: return the hidden states (None: the config's).
+      return_dict: a ModelOutput, else a tuple (None: the config's).
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
-      Seq2SeqModelOutput.
+      Seq2SeqModelOutput, or its tuple.
     """
     _refuse(kwargs, type(self).__name__)
     config = self.config
-    output_attentions = bool(output_attentions if output_attentions
-                             is not None else config.output_attentions)
-    output_hidden_states = bool(
-        output_hidden_states if output_hidden_states is not None
-        else config.output_hidden_states)
+    output_attentions, output_hidden_states = _output_flags(
+        config, output_attentions, output_hidden_states)
     if attention_mask is None and input_ids is not None:
       attention_mask = (input_ids != config.pad_token_id).long()
     if encoder_outputs is None:
       encoder_outputs = self.encoder(
           input_ids=input_ids, attention_mask=attention_mask,
           inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-          output_hidden_states=output_hidden_states)
-    elif not isinstance(encoder_outputs, BaseModelOutput):
+          output_hidden_states=output_hidden_states, return_dict=True)
+    elif not isinstance(encoder_outputs, ModelOutput):
       encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
     memory = encoder_outputs.last_hidden_state
     use_cache = config.use_cache if use_cache is None else use_cache
@@ -1082,8 +1128,8 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         inputs_embeds=decoder_inputs_embeds, encoder_hidden_states=memory,
         encoder_attention_mask=attention_mask,
         past_key_values=past_key_values, output_attentions=output_attentions,
-        output_hidden_states=output_hidden_states)
-    return Seq2SeqModelOutput(
+        output_hidden_states=output_hidden_states, return_dict=True)
+    return _returned(Seq2SeqModelOutput(
         last_hidden_state=decoded.last_hidden_state,
         past_key_values=past_key_values,
         decoder_hidden_states=decoded.hidden_states,
@@ -1091,11 +1137,14 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         cross_attentions=decoded.cross_attentions,
         encoder_last_hidden_state=memory,
         encoder_hidden_states=getattr(encoder_outputs, "hidden_states", None),
-        encoder_attentions=getattr(encoder_outputs, "attentions", None))
+        encoder_attentions=getattr(encoder_outputs, "attentions", None)),
+                     return_dict, config)
 
 
 def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
-              per_position: bool = False) -> torch.Tensor:
+              per_position: bool = False,
+              num_items_in_batch: Optional[Union[int, torch.Tensor]] = None
+              ) -> torch.Tensor:
   """Cross entropy + z_loss * log(Z)^2 of the tokens (labels != -100).
 
   mesh's loss (`softmax_cross_entropy_with_logits` with z_loss).
@@ -1106,10 +1155,20 @@ def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
     z_loss: the auxiliary loss's weight (0: plain cross entropy).
     per_position: divide the sum by batch x length, as mesh does; else by
       the tokens.
+    num_items_in_batch: divide the sum by this instead: the tokens of the
+      whole batch when this call sees a part of it (transformers' Trainer
+      with gradient accumulation); only with per_position False.
 
   Returns:
     A scalar.
+
+  Raises:
+    ValueError: num_items_in_batch with per_position.
   """
+  if num_items_in_batch is not None and per_position:
+    raise ValueError(
+        "num_items_in_batch counts tokens; loss_denominator='positions' "
+        "divides by batch x length (mesh's): give one or the other")
   positions = labels.numel()
   logits = logits.float().reshape(-1, logits.shape[-1])
   labels = labels.reshape(-1)
@@ -1122,6 +1181,10 @@ def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
     log_z = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0] + per_token
     per_token = per_token + z_loss * (log_z.square() * keep)
   total = per_token.sum()
+  if num_items_in_batch is not None:
+    if torch.is_tensor(num_items_in_batch):
+      num_items_in_batch = num_items_in_batch.to(total.device)
+    return total / num_items_in_batch
   if per_position:
     return total / positions
   return total / keep.sum().clamp(min=1)
@@ -1278,15 +1341,20 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              **kwargs) -> Seq2SeqLMOutput:
+              return_dict: Optional[bool] = None,
+              num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
+              **kwargs) -> Union[Seq2SeqLMOutput, Tuple]:
     """Logits of the decoder inputs (teacher forcing or a decoding step).
 
     Args: as `MtfSynthesizerModel.forward`, and
       labels: targets [batch, t] (-100: ignored); decoder_input_ids default
         to them shifted right. The loss is `mesh_loss` (z_loss in training).
+      num_items_in_batch: the loss divides its sum by this (the target
+        tokens of a whole batch split over calls, as transformers' Trainer
+        counts them); only with loss_denominator "tokens".
 
     Returns:
-      Seq2SeqLMOutput.
+      Seq2SeqLMOutput, or its tuple.
     """
     if decoder_input_ids is None and decoder_inputs_embeds is None:
       if labels is None:
@@ -1300,7 +1368,8 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
         inputs_embeds=inputs_embeds,
         decoder_inputs_embeds=decoder_inputs_embeds, use_cache=use_cache,
         output_attentions=output_attentions,
-        output_hidden_states=output_hidden_states, **kwargs)
+        output_hidden_states=output_hidden_states, return_dict=True,
+        **kwargs)
     hidden = out.last_hidden_state
     if self.config.tie_word_embeddings:
       hidden = hidden * self.config.d_model**-0.5
@@ -1309,15 +1378,16 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     if labels is not None:
       loss = mesh_loss(logits, labels,
                        self.config.z_loss if self.training else 0.0,
-                       self.config.loss_denominator == "positions")
-    return Seq2SeqLMOutput(
+                       self.config.loss_denominator == "positions",
+                       num_items_in_batch)
+    return _returned(Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
         decoder_hidden_states=out.decoder_hidden_states,
         decoder_attentions=out.decoder_attentions,
         cross_attentions=out.cross_attentions,
         encoder_last_hidden_state=out.encoder_last_hidden_state,
         encoder_hidden_states=out.encoder_hidden_states,
-        encoder_attentions=out.encoder_attentions)
+        encoder_attentions=out.encoder_attentions), return_dict, self.config)
 
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
@@ -1383,7 +1453,10 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              **kwargs) -> CausalLMOutputWithPast:
+              return_dict: Optional[bool] = None,
+              shift_labels: Optional[torch.LongTensor] = None,
+              num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
+              **kwargs) -> Union[CausalLMOutputWithPast, Tuple]:
     """Logits of every position (or of the new ones, with a cache).
 
     Args:
@@ -1399,15 +1472,26 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
       labels: targets aligned with input_ids (shifted inside, as in
         transformers' causal LMs); -100 ignored.
       use_cache: keep and return a cache.
-      output_attentions: return the attention weights.
-      output_hidden_states: return the hidden states.
+      output_attentions: return the attention weights (None: the config's).
+      output_hidden_states: return the hidden states (None: the config's).
+      return_dict: a ModelOutput, else a tuple (None: the config's).
+      shift_labels: instead of labels, the targets already shifted: the
+        token each position predicts (-100 ignored), as transformers'
+        causal LM losses take them.
+      num_items_in_batch: the loss divides its sum by this (the target
+        tokens of a whole batch split over calls, as transformers' Trainer
+        counts them); only with loss_denominator "tokens".
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
-      CausalLMOutputWithPast.
+      CausalLMOutputWithPast, or its tuple.
     """
     _refuse(kwargs, type(self).__name__)
     config = self.config
+    if labels is not None and shift_labels is not None:
+      raise ValueError("give labels or shift_labels, not both")
+    output_attentions, output_hidden_states = _output_flags(
+        config, output_attentions, output_hidden_states)
     use_cache = config.use_cache if use_cache is None else use_cache
     if use_cache and past_key_values is None:
       past_key_values = DynamicCache()
@@ -1417,17 +1501,32 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
         input_ids=input_ids, attention_mask=attention_mask,
         inputs_embeds=inputs_embeds, position_ids=position_ids,
         past_key_values=past_key_values,
-        output_attentions=bool(output_attentions),
-        output_hidden_states=bool(output_hidden_states))
+        output_attentions=output_attentions,
+        output_hidden_states=output_hidden_states, return_dict=True)
     hidden = out.last_hidden_state
     if config.tie_word_embeddings:
       hidden = hidden * config.d_model**-0.5
     logits = self.lm_head(hidden)
     loss = None
-    if labels is not None:
-      loss = mesh_loss(logits[:, :-1], labels[:, 1:],
+    predicting = logits
+    if labels is not None:  # position i predicts token i + 1
+      predicting, shift_labels = logits[:, :-1], labels[:, 1:]
+    if shift_labels is not None:
+      loss = mesh_loss(predicting, shift_labels,
                        config.z_loss if self.training else 0.0,
-                       config.loss_denominator == "positions")
-    return CausalLMOutputWithPast(
+                       config.loss_denominator == "positions",
+                       num_items_in_batch)
+    return _returned(CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
-        hidden_states=out.hidden_states, attentions=out.attentions)
+        hidden_states=out.hidden_states, attentions=out.attentions),
+                     return_dict, config)
+
+
+# A model saved from Python carries this code beside its weights, as an
+# export does (config.json's auto_map names the classes), so that it loads
+# with trust_remote_code=True where this package is not installed.
+MtfSynthesizerConfig.register_for_auto_class()
+MtfSynthesizerModel.register_for_auto_class("AutoModel")
+MtfSynthesizerForConditionalGeneration.register_for_auto_class(
+    "AutoModelForSeq2SeqLM")
+MtfSynthesizerForCausalLM.register_for_auto_class("AutoModelForCausalLM")
