@@ -452,12 +452,14 @@ def test_readme_python_block(results):
 
 
 def test_readme_training_block(results):
-  """README.md's recipe finetunes R's export; from_config builds bigger."""
+  """README.md's recipe finetunes R's export, saves and reloads it;
+  from_config builds bigger."""
   run = results["readme_train_block"]
   assert run.returncode == 0, run.stderr[-3000:]
   lines = run.stdout.splitlines()
   losses = [float(l.split()[-1]) for l in lines if l.startswith("step ")]
   assert len(losses) == 5 and losses[-1] < losses[0], lines
+  assert "reloaded the same model: True" in lines, lines
   # More blocks than the export's: more parameters.
   assert results["models"]["random"]["config"]["num_layers"] < 4
   _, exported, _, fresh = lines[-1].split()
