@@ -24,6 +24,7 @@ the paper's table (`attentions.VARIANTS`) and both heads:
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -479,3 +480,21 @@ def test_generate_from_inputs_embeds(variant, head):
   # A causal LM returns only the new tokens when given embeddings.
   assert torch.equal(by_embeds, _new_tokens(head, by_ids, prompt)
                      if head == "causal_lm" else by_ids)
+
+
+def test_docs_name_tests_that_exist():
+  """docs/pytorch.md's table of features names tests that are defined."""
+  with open(os.path.join(conftest.REPO, "docs", "pytorch.md")) as f:
+    text = f.read()
+  section = text[text.index("## What transformers expects of a model"):]
+  section = section[:section.index("\n## ", 1)]
+  module = None
+  named = []
+  for reference in re.findall(r"`((?:tests/)?test_\w+\.py)?(::\w+)`",
+                              section):
+    module = os.path.basename(reference[0]) if reference[0] else module
+    named.append((module, reference[1][2:]))
+  assert len(named) >= 20, named
+  for module, name in named:
+    with open(os.path.join(conftest.REPO, "tests", module)) as f:
+      assert re.search(r"^def %s\(" % name, f.read(), re.M), (module, name)
