@@ -620,28 +620,46 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def test_ddp_two_processes_equal_one(tmp_path):
-  """Every variant: 3 SGD steps, the batch halved over two gloo ranks."""
-  cases = tmp_path / "cases.json"
+WRAPS = ("ddp", "fsdp")
+
+
+@pytest.fixture(scope="module")
+def data_parallel_runs(tmp_path_factory):
+  """torch_ddp_side.py's results: two gloo ranks and one process alone."""
+  root = tmp_path_factory.mktemp("data_parallel")
+  cases = root / "cases.json"
   cases.write_text(json.dumps([list(v.components) for v in VARIANTS]))
   script = os.path.join(os.path.dirname(__file__), "torch_ddp_side.py")
-  command = conftest.pytorch_python(tmp_path)
+  command = conftest.pytorch_python(root)
   port = _free_port()
   processes = []
   for rank, world in ((0, 2), (1, 2), (0, 1)):
     env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world),
                LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-    result = tmp_path / ("result_%d_of_%d.pt" % (rank, world))
+    result = root / ("result_%d_of_%d.pt" % (rank, world))
     processes.append((result, subprocess.Popen(
-        command + [script, str(cases), str(result)], env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        command + [script, ",".join(WRAPS), str(cases), str(result)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)))
   for _, process in processes:
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 0, output[-5000:]
-  (rank0, _), (rank1, _), (alone, _) = processes
-  rank0, rank1, alone = (torch.load(str(p)) for p in (rank0, rank1, alone))
+  return [torch.load(str(path)) for path, _ in processes]
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_two_processes_equal_one(data_parallel_runs, wrap):
+  """Every variant: 3 SGD steps, the batch halved over two gloo ranks.
+
+  `ddp`: DistributedDataParallel; `fsdp`: FSDP2, each block (and T5's
+  relative bias table) sharded as tools/train_fsdp.py shards them.
+
+  Args:
+    data_parallel_runs: the results of rank 0 and 1 of 2, and of 1 alone.
+    wrap: the key of the wrap's results.
+  """
+  rank0, rank1, alone = (run[wrap] for run in data_parallel_runs)
   for variant in VARIANTS:
     key = "+".join(variant.components)
     assert len(alone[key]["losses"]) == 3
