@@ -19,8 +19,10 @@ stacks):
     accumulation), and `save_pretrained`/`from_pretrained` keep its logits;
   * `torch.compile(fullgraph=True)` of a training step, and a compiled
     `generate()`, equal eager;
-  * two DDP processes (gloo) give one process's losses and weights at the
-    same global batch (`torch_ddp_side.py`).
+  * two processes (gloo) under DDP or FSDP2's `fully_shard` give one
+    process's losses and weights at the same global batch
+    (`torch_ddp_side.py`), and so does docs/pytorch.md's `torchrun` command
+    of tools/train_fsdp.py.
 
 The model is loaded as transformers loads an export: its two files copied
 into a package of their own (no TensorFlow, mesh or this package).
@@ -29,16 +31,21 @@ into a package of their own (no TensorFlow, mesh or this package).
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
+import sys
 import warnings
 
 import pytest
+from safetensors import torch as safetensors_torch
 import torch
+from transformers import AutoModelForSeq2SeqLM
 from transformers import Seq2SeqTrainer
 from transformers import Seq2SeqTrainingArguments
 
 import conftest
+import doc_blocks
 import model_code
 from mtf_synthesizer import attentions
 
@@ -670,3 +677,54 @@ def test_two_processes_equal_one(data_parallel_runs, wrap):
       for ranked in (rank0, rank1):
         difference = float((ranked[key]["weights"][name] - weight).abs().max())
         assert difference < 1e-5, (key, name, difference)
+
+
+def _saved_with_code(model, path):
+  """`save_pretrained` with the model's code and its Auto classes."""
+  model.config.register_for_auto_class()
+  model.register_for_auto_class("AutoModelForSeq2SeqLM")
+  model.save_pretrained(path)
+  return path
+
+
+def test_fsdp_command_two_processes_equal_one(tmp_path):
+  """docs/pytorch.md's torchrun command, on CPU: 2 processes as 1 process."""
+  model = _perturb(_seq2seq(attentions.get("D+V").components, num_layers=2))
+  start = _saved_with_code(model, tmp_path / "model")
+  documented = doc_blocks.find("docs/pytorch.md", "train_fsdp.py")
+  torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+  runs = {}
+  for processes in (2, 1):
+    out = tmp_path / ("trained_by_%d" % processes)
+    argv = documented.substituted({
+        "torchrun": torchrun,
+        "--nproc_per_node=8": "--nproc_per_node=%d" % processes,
+        "--model_dir=$MODEL_DIR/hf": "--model_dir=%s" % start,
+        "--output_dir=$MODEL_DIR/hf_fsdp": "--output_dir=%s" % out,
+        "--steps=1000": "--steps=3"})
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               HF_MODULES_CACHE=str(tmp_path / ("modules_%d" % processes)))
+    runs[out] = subprocess.Popen(
+        argv, cwd=conftest.REPO, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  losses = []
+  for process in runs.values():
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output[-5000:]
+    losses.append([float(x) for x in
+                   re.findall(r"^step \d+ loss (\S+)$", output, re.M)])
+  assert len(losses[0]) == 3
+  assert losses[0] == pytest.approx(losses[1], abs=1e-5)
+  (sharded, alone), initial = (
+      [safetensors_torch.load_file(str(out / "model.safetensors"))
+       for out in runs], model.state_dict())
+  assert sorted(sharded) == sorted(alone)
+  for name, weight in alone.items():
+    difference = float((sharded[name] - weight).abs().max())
+    assert difference < 1e-5, (name, difference)
+  assert not torch.equal(alone["lm_head.weight"], initial["lm_head.weight"])
+  trained = AutoModelForSeq2SeqLM.from_pretrained(
+      str(list(runs)[0]), trust_remote_code=True)
+  assert type(trained).__name__ == "MtfSynthesizerForConditionalGeneration"
+  for name, weight in trained.state_dict().items():
+    assert torch.equal(weight, sharded.get(name, weight)), name
