@@ -114,6 +114,7 @@ RUN_ELSEWHERE = {
     ("README.md", "--mode=export_predict"): "test_export.py",
     ("README.md", "saved_model_predict.py"): "test_export.py",
     ("README.md", "export_hf.py"): "test_hf_export.py",
+    ("docs/pytorch.md", "train_fsdp.py"): "test_torch_training.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -440,9 +441,25 @@ def _env_problems(command: doc_blocks.Command, source: str) -> List[str]:
           if name != "PYTHONPATH" and name not in source]
 
 
+def _torchrun_problems(command: doc_blocks.Command) -> List[str]:
+  """torchrun's own options, then its script's as a `python` command's."""
+  from torch.distributed import run  # pylint: disable=g-import-not-at-top
+  err = io.StringIO()
+  try:
+    with contextlib.redirect_stderr(err):
+      args = run.get_args_parser().parse_args(command.argv[1:])
+  except SystemExit as e:
+    return ["torchrun refuses its options (exit %s): %s" % (
+        e.code, err.getvalue()[-1500:])]
+  script = dataclasses.replace(command, argv=(
+      "python", args.training_script, *args.training_script_args))
+  return _tool_problems(script)
+
+
 _CHECKS: Dict[str, Callable[[doc_blocks.Command], List[str]]] = {
     "make": _make_problems,
     "git": _git_problems,
+    "torchrun": _torchrun_problems,
 }
 
 

@@ -19,8 +19,10 @@ stacks):
     accumulation), and `save_pretrained`/`from_pretrained` keep its logits;
   * `torch.compile(fullgraph=True)` of a training step, and a compiled
     `generate()`, equal eager;
-  * two DDP processes (gloo) give one process's losses and weights at the
-    same global batch (`torch_ddp_side.py`).
+  * two processes (gloo) under DDP or FSDP2's `fully_shard` give one
+    process's losses and weights at the same global batch
+    (`torch_ddp_side.py`), and so does docs/pytorch.md's `torchrun` command
+    of tools/train_fsdp.py.
 
 The model is loaded as transformers loads an export: its two files copied
 into a package of their own (no TensorFlow, mesh or this package).
@@ -29,16 +31,21 @@ into a package of their own (no TensorFlow, mesh or this package).
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
+import sys
 import warnings
 
 import pytest
+from safetensors import torch as safetensors_torch
 import torch
+from transformers import AutoModelForSeq2SeqLM
 from transformers import Seq2SeqTrainer
 from transformers import Seq2SeqTrainingArguments
 
 import conftest
+import doc_blocks
 import model_code
 from mtf_synthesizer import attentions
 
@@ -620,28 +627,46 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def test_ddp_two_processes_equal_one(tmp_path):
-  """Every variant: 3 SGD steps, the batch halved over two gloo ranks."""
-  cases = tmp_path / "cases.json"
+WRAPS = ("ddp", "fsdp")
+
+
+@pytest.fixture(scope="module")
+def data_parallel_runs(tmp_path_factory):
+  """torch_ddp_side.py's results: two gloo ranks and one process alone."""
+  root = tmp_path_factory.mktemp("data_parallel")
+  cases = root / "cases.json"
   cases.write_text(json.dumps([list(v.components) for v in VARIANTS]))
   script = os.path.join(os.path.dirname(__file__), "torch_ddp_side.py")
-  command = conftest.pytorch_python(tmp_path)
+  command = conftest.pytorch_python(root)
   port = _free_port()
   processes = []
   for rank, world in ((0, 2), (1, 2), (0, 1)):
     env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world),
                LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-    result = tmp_path / ("result_%d_of_%d.pt" % (rank, world))
+    result = root / ("result_%d_of_%d.pt" % (rank, world))
     processes.append((result, subprocess.Popen(
-        command + [script, str(cases), str(result)], env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        command + [script, ",".join(WRAPS), str(cases), str(result)],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)))
   for _, process in processes:
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 0, output[-5000:]
-  (rank0, _), (rank1, _), (alone, _) = processes
-  rank0, rank1, alone = (torch.load(str(p)) for p in (rank0, rank1, alone))
+  return [torch.load(str(path)) for path, _ in processes]
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_two_processes_equal_one(data_parallel_runs, wrap):
+  """Every variant: 3 SGD steps, the batch halved over two gloo ranks.
+
+  `ddp`: DistributedDataParallel; `fsdp`: FSDP2, each block (and T5's
+  relative bias table) sharded as tools/train_fsdp.py shards them.
+
+  Args:
+    data_parallel_runs: the results of rank 0 and 1 of 2, and of 1 alone.
+    wrap: the key of the wrap's results.
+  """
+  rank0, rank1, alone = (run[wrap] for run in data_parallel_runs)
   for variant in VARIANTS:
     key = "+".join(variant.components)
     assert len(alone[key]["losses"]) == 3
@@ -652,3 +677,54 @@ def test_ddp_two_processes_equal_one(tmp_path):
       for ranked in (rank0, rank1):
         difference = float((ranked[key]["weights"][name] - weight).abs().max())
         assert difference < 1e-5, (key, name, difference)
+
+
+def _saved_with_code(model, path):
+  """`save_pretrained` with the model's code and its Auto classes."""
+  model.config.register_for_auto_class()
+  model.register_for_auto_class("AutoModelForSeq2SeqLM")
+  model.save_pretrained(path)
+  return path
+
+
+def test_fsdp_command_two_processes_equal_one(tmp_path):
+  """docs/pytorch.md's torchrun command, on CPU: 2 processes as 1 process."""
+  model = _perturb(_seq2seq(attentions.get("D+V").components, num_layers=2))
+  start = _saved_with_code(model, tmp_path / "model")
+  documented = doc_blocks.find("docs/pytorch.md", "train_fsdp.py")
+  torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+  runs = {}
+  for processes in (2, 1):
+    out = tmp_path / ("trained_by_%d" % processes)
+    argv = documented.substituted({
+        "torchrun": torchrun,
+        "--nproc_per_node=8": "--nproc_per_node=%d" % processes,
+        "--model_dir=$MODEL_DIR/hf": "--model_dir=%s" % start,
+        "--output_dir=$MODEL_DIR/hf_fsdp": "--output_dir=%s" % out,
+        "--steps=1000": "--steps=3"})
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               HF_MODULES_CACHE=str(tmp_path / ("modules_%d" % processes)))
+    runs[out] = subprocess.Popen(
+        argv, cwd=conftest.REPO, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  losses = []
+  for process in runs.values():
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output[-5000:]
+    losses.append([float(x) for x in
+                   re.findall(r"^step \d+ loss (\S+)$", output, re.M)])
+  assert len(losses[0]) == 3
+  assert losses[0] == pytest.approx(losses[1], abs=1e-5)
+  (sharded, alone), initial = (
+      [safetensors_torch.load_file(str(out / "model.safetensors"))
+       for out in runs], model.state_dict())
+  assert sorted(sharded) == sorted(alone)
+  for name, weight in alone.items():
+    difference = float((sharded[name] - weight).abs().max())
+    assert difference < 1e-5, (name, difference)
+  assert not torch.equal(alone["lm_head.weight"], initial["lm_head.weight"])
+  trained = AutoModelForSeq2SeqLM.from_pretrained(
+      str(list(runs)[0]), trust_remote_code=True)
+  assert type(trained).__name__ == "MtfSynthesizerForConditionalGeneration"
+  for name, weight in trained.state_dict().items():
+    assert torch.equal(weight, sharded.get(name, weight)), name

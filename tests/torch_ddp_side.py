@@ -1,27 +1,33 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""One process of test_torch_training's DDP check, without TensorFlow.
+"""One process of test_torch_training's data-parallel checks, without TF.
 
     RANK=r WORLD_SIZE=w MASTER_ADDR=... MASTER_PORT=... \\
-        <conftest.pytorch_python(...)> torch_ddp_side.py CASES.json RESULT.pt
+        <conftest.pytorch_python(...)> torch_ddp_side.py WRAPS CASES.json \\
+        RESULT.pt
 
-For each composition in CASES.json (lists of synthesizing function names),
-trains a tiny encoder-decoder for 3 SGD steps on one global batch of 8:
-with WORLD_SIZE 2, rank r takes rows 4r..4r+3 under
-`DistributedDataParallel` (gloo); with WORLD_SIZE 1, all 8 rows, no DDP.
-Each half has as many label tokens as the other, so the mean over the
-batch is the mean of the halves' means, which DDP's gradient averaging
-computes. RESULT.pt gets, per composition ("+"-joined), the global batch's
-loss at each step (the ranks' mean) and the weights after the last step.
+For each way of wrapping the model in WRAPS (comma-separated: `ddp`,
+`DistributedDataParallel`; `fsdp`, FSDP2's `fully_shard` as
+tools/train_fsdp.py shards it) and each composition in CASES.json (lists of
+synthesizing function names), trains a tiny encoder-decoder for 3 SGD steps
+on one global batch of 8: with WORLD_SIZE 2, rank r takes rows 4r..4r+3,
+the model wrapped (gloo); with WORLD_SIZE 1, all 8 rows, not wrapped (the
+same run for every wrap). Each half has as many label tokens as the other,
+so the mean over the batch is the mean of the halves' means, which both
+wraps' gradient averaging computes. RESULT.pt gets, per wrap and
+composition ("+"-joined), the global batch's loss at each step (the ranks'
+mean) and the full weights after the last step.
 """
 
 import datetime
+import importlib.util
 import json
 import os
 import sys
 
 import torch
 from torch import distributed
+from torch.distributed import tensor
 from torch.nn.parallel import DistributedDataParallel
 
 # Run by path without tests/ on sys.path: the shared loader of the model code.
@@ -29,6 +35,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_code  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 BATCH, STEPS = 8, 3
+TRAIN_FSDP = os.path.join(model_code.REPO, "tools", "train_fsdp.py")
+
+
+def _train_fsdp():
+  """tools/train_fsdp.py, loaded by its path."""
+  spec = importlib.util.spec_from_file_location("train_fsdp", TRAIN_FSDP)
+  tool = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(tool)
+  return tool
+
+
+# Each wrap, called on the model: DDP wraps it, fully_shard shards it in place.
+WRAPS = {"ddp": DistributedDataParallel, "fsdp": _train_fsdp().shard}
 
 
 def _batch():
@@ -42,7 +61,7 @@ def _batch():
   return input_ids, (input_ids != 0).long(), labels
 
 
-def _train(modeling, names, rank, world):
+def _train(modeling, names, rank, world, wrap):
   torch.manual_seed(0)
   config = modeling.MtfSynthesizerConfig(
       vocab_size=64, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2,
@@ -52,7 +71,7 @@ def _train(modeling, names, rank, world):
       decoder_synthesizers=names)
   model = modeling.MtfSynthesizerForConditionalGeneration(config)
   model.train()  # z_loss too; dropout_rate is 0
-  trained = DistributedDataParallel(model) if world > 1 else model
+  trained = WRAPS[wrap](model) if world > 1 else model
   optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
   rows = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
   input_ids, mask, labels = (x[rows] for x in _batch())
@@ -69,12 +88,18 @@ def _train(modeling, names, rank, world):
       mean /= world
     losses.append(float(mean))
   return {"losses": losses,
-          "weights": {k: v.detach().clone()
-                      for k, v in model.state_dict().items()}}
+          "weights": {k: _full(v) for k, v in model.state_dict().items()}}
+
+
+def _full(weight):
+  """A weight, gathered where FSDP shards it (a DTensor)."""
+  if isinstance(weight, tensor.DTensor):
+    weight = weight.full_tensor()
+  return weight.detach().clone()
 
 
 def main():
-  cases_path, result_path = sys.argv[1:3]
+  wraps, cases_path, result_path = sys.argv[1:4]
   torch.set_num_threads(1)
   rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
   if world > 1:
@@ -84,8 +109,14 @@ def main():
   modeling = model_code.load()
   with open(cases_path) as f:
     cases = json.load(f)
-  results = {"+".join(names): _train(modeling, tuple(names), rank, world)
-             for names in cases}
+  results = {}
+  for wrap in wraps.split(","):
+    if world == 1 and results:  # not wrapped: the first wrap's run
+      results[wrap] = next(iter(results.values()))
+      continue
+    results[wrap] = {"+".join(names): _train(modeling, tuple(names), rank,
+                                             world, wrap)
+                     for names in cases}
   if world > 1:
     distributed.destroy_process_group()
   torch.save(results, result_path)
