@@ -93,8 +93,11 @@ def _load_t5(t5_model_or_path: Union[PreTrainedModel, str]):
 def _scales_output(t5) -> bool:
   """Whether T5 scales the decoder output by d_model**-0.5 (T5.1.0)."""
   config = t5.config
-  return bool(getattr(config, "scale_decoder_outputs",
-                      config.tie_word_embeddings))
+  if hasattr(config, "scale_decoder_outputs"):  # transformers 5's T5
+    return bool(config.scale_decoder_outputs)
+  if config.model_type == "mt5":  # transformers 5's MT5 never scales
+    return False
+  return bool(config.tie_word_embeddings)  # transformers 4's rule
 
 
 def _is_tied(t5) -> bool:
