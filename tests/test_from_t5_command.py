@@ -19,6 +19,8 @@ import sys
 import pytest
 
 import conftest
+import doc_blocks
+from mtf_synthesizer.commands import from_t5 as from_t5_command
 import test_from_t5
 
 # Runs a command's entry point as the console script does; prints its exit
@@ -134,7 +136,7 @@ def test_writes_a_model_that_loads_without_the_package(t5_dir, tmp_path):
 
 
 def test_reports_what_a_variant_leaves_out(t5_dir, tmp_path, capsys):
-  from mtf_synthesizer.commands import from_t5  # pylint: disable=g-import-not-at-top
+  from_t5 = from_t5_command
   out = tmp_path / "out"
   assert from_t5.main(["--t5", str(t5_dir), "--variant", "random",
                        "--output_dir", str(out),
@@ -149,3 +151,39 @@ def test_reports_what_a_variant_leaves_out(t5_dir, tmp_path, capsys):
   assert "no variant 'LightConv'" in capsys.readouterr().err
   assert from_t5.main(["--t5", str(tmp_path / "missing"), "--variant", "V",
                        "--output_dir", str(out)]) == 2
+
+
+# The documents' Hub names, replaced by the local tiny T5 (no download).
+HUB_NAMES = ("google/t5-v1_1-small", "google/flan-t5-small")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/pytorch.md"])
+def test_the_documents_command(doc, t5_dir, tmp_path, capsys):
+  command = doc_blocks.find(doc, "from_t5.py")
+  argv = command.full_argv()
+  (hub_name,) = [n for n in HUB_NAMES if any(n in a for a in argv)]
+  (output,) = command.values("output_dir")
+  argv = command.substituted({hub_name: str(t5_dir),
+                              output: str(tmp_path / "out")})
+  assert conftest.run_tool("from_t5.py", argv[2:]) == 0
+  summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  (variant,) = command.values("variant")
+  config = json.loads((tmp_path / "out" / "config.json").read_text())
+  assert config["encoder_synthesizers"] == list(
+      from_t5_command.variant_components(variant))
+  assert summary["tokenizer"] == "ByT5Tokenizer"
+
+
+def test_the_readmes_python_block(t5_dir, tmp_path):
+  """README.md's from_t5 block, as a user copies it, on the local T5."""
+  block = doc_blocks.find_block("README.md", "python", ".from_t5(")
+  script = tmp_path / "readme_from_t5.py"
+  script.write_text(doc_blocks.substitute_text(
+      block.text, {'"google/t5-v1_1-small"': repr(str(t5_dir))}))
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                        text=True, timeout=600, cwd=str(tmp_path))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "T5 weights left out: []" in proc.stdout, proc.stdout
+  # D+V: D's w1 (weight, bias), w2, b2 and the mixture's logits per layer.
+  layers = 2 * test_from_t5.SIZES["num_layers"]
+  assert "new weights (finetune them): %d" % (5 * layers) in proc.stdout
