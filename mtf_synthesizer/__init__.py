@@ -23,6 +23,11 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   hf_model/       the PyTorch model (torch and transformers only)
   gin/            the gin files (installed from the checkout's gin/)
 
+The commands that start without TensorFlow (`_mtf_synthesizer_commands`:
+`mtf-synthesizer-from-t5`, `mtf-synthesizer-export-hf`) import the package
+without its mesh layers; `import_layers()` imports them (an attribute of
+theirs, `mtf_synthesizer.SynthesizerAttention`, does it too).
+
 `mtf_synthesizer.MtfModel` is imported on first use, so that importing the
 layers does not import `t5.models`. The modules' former paths
 (`mtf_synthesizer.synthesizers`, `.layer`, `.release`, ...) still import:
