@@ -130,6 +130,9 @@ def _layers_on_import() -> bool:
   return commands is None or getattr(commands, "LAYERS_ON_IMPORT", True)
 
 
+_importing_layers = False
+
+
 def import_layers() -> None:
   """Imports the mesh layers (and TensorFlow), registering their gin names.
 
@@ -137,6 +140,16 @@ def import_layers() -> None:
   TensorFlow (`_mtf_synthesizer_commands`), which calls it when its work
   needs mesh.
   """
+  global _importing_layers
+  _importing_layers = True
+  try:
+    _import_layers()
+  finally:
+    _importing_layers = False
+
+
+def _import_layers() -> None:
+  """import_layers()'s imports, bound in the package."""
   # pylint: disable=global-variable-undefined,redefined-outer-name
   # pylint: disable=g-import-not-at-top,unused-import
   global checkpoints, encoder_classifier, linformer, \
@@ -145,7 +158,8 @@ def import_layers() -> None:
       synthesizers, SynthesizerAttention, Dense, DotProduct, \
       FactorizedDense, FactorizedRandom, FixedRandom, Mixture, Random, \
       determinism, optimize, LeanAdafactorOptimizer
-  from mtf_synthesizer import checkpoints
+  # (`from mtf_synthesizer import` would ask __getattr__ for it first.)
+  checkpoints = importlib.import_module("mtf_synthesizer.checkpoints")
   from mtf_synthesizer.baselines import encoder_classifier
   from mtf_synthesizer.baselines import linformer
   from mtf_synthesizer.baselines import local_attention
@@ -174,8 +188,8 @@ if _layers_on_import():
 
 
 def __getattr__(name):
-  if name in _LAYER_NAMES:  # a command imported the package without them
-    import_layers()
+  if name in _LAYER_NAMES and not _importing_layers:
+    import_layers()  # a command imported the package without them
     return globals()[name]
   if name in _FORMER_PATHS:  # `mtf_synthesizer.summaries`, not yet imported
     return importlib.import_module("%s.%s" % (__name__, _FORMER_PATHS[name]))

@@ -187,3 +187,14 @@ def test_the_readmes_python_block(t5_dir, tmp_path):
   # D+V: D's w1 (weight, bias), w2, b2 and the mixture's logits per layer.
   layers = 2 * test_from_t5.SIZES["num_layers"]
   assert "new weights (finetune them): %d" % (5 * layers) in proc.stdout
+
+
+def test_the_export_imports_the_layers_after_parsing(tmp_path):
+  """A fresh export-hf process: no TensorFlow to parse, then the export."""
+  import test_hf_export  # pylint: disable=g-import-not-at-top
+  model_dir = test_hf_export._synthetic_model(tmp_path, "t5.1.0")
+  result, proc = _run(ENTRY, "export_hf", model_dir, str(tmp_path / "out"),
+                      "--vocabulary=byte")
+  assert result["code"] == 0, proc.stderr[-3000:]
+  assert "tensorflow" in result["imported"]
+  assert (tmp_path / "out" / "model.safetensors").exists()
