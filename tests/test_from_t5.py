@@ -236,8 +236,24 @@ def test_a_scaled_untied_output_layer_raises():
 
 
 def test_a_path_loads_and_the_dtype_is_kept(tmp_path):
-  t5 = _t5("t5.1.1").to(torch.bfloat16)
-  t5.save_pretrained(tmp_path / "t5")
-  model, _ = _from_t5(str(tmp_path / "t5"), ("random", "dot_product"))
+  t5 = _t5("mt5")
+  t5.save_pretrained(tmp_path / "mt5")
+  model, _ = _from_t5(str(tmp_path / "mt5"), ("dot_product",))
+  assert torch.allclose(_logits(model), _logits(t5), atol=TOLERANCE, rtol=0)
+  t5.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+  model, _ = _from_t5(str(tmp_path / "bf16"), ("random", "dot_product"))
   assert next(model.parameters()).dtype == torch.bfloat16
   assert not model.training
+
+
+def test_another_model_type_is_refused_by_name():
+  conversion = __import__(model_code.load().__package__ +
+                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
+  # pylint: disable-next=g-import-not-at-top
+  from transformers import BartConfig, BartForConditionalGeneration
+  bart = BartForConditionalGeneration(BartConfig(
+      vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1,
+      encoder_attention_heads=2, decoder_attention_heads=2,
+      encoder_ffn_dim=32, decoder_ffn_dim=32))
+  with pytest.raises(conversion.T5ConversionError, match="'bart'"):
+    _from_t5(bart, ("dot_product",))

@@ -34,6 +34,8 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
+# transformers' T5 families of T5's layout (ByT5 and FLAN-T5 are "t5").
+T5_MODEL_TYPES = ("t5", "mt5")
 # Config fields copied from T5's config (same names, same meaning).
 T5_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
              "num_decoder_layers", "num_heads",
@@ -82,12 +84,19 @@ def _target_name(t5_name: str) -> str:
 
 
 def _load_t5(t5_model_or_path: Union[PreTrainedModel, str]):
-  """A T5ForConditionalGeneration, loaded when given a path or Hub name."""
+  """The T5 model, loaded when given a path or Hub name (T5 or MT5 class)."""
   if isinstance(t5_model_or_path, PreTrainedModel):
-    return t5_model_or_path
-  # pylint: disable-next=g-import-not-at-top
-  from transformers import T5ForConditionalGeneration
-  return T5ForConditionalGeneration.from_pretrained(str(t5_model_or_path))
+    t5 = t5_model_or_path
+  else:
+    # pylint: disable-next=g-import-not-at-top
+    from transformers import AutoModelForSeq2SeqLM
+    t5 = AutoModelForSeq2SeqLM.from_pretrained(str(t5_model_or_path))
+  if t5.config.model_type not in T5_MODEL_TYPES:
+    raise T5ConversionError(
+        "from_t5 reads a T5ForConditionalGeneration (model_type %s), not "
+        "a %s (model_type %r)" % (" or ".join(T5_MODEL_TYPES),
+                                  type(t5).__name__, t5.config.model_type))
+  return t5
 
 
 def _scales_output(t5) -> bool:
@@ -243,9 +252,10 @@ def from_t5(model_class: type,
   Args:
     model_class: MtfSynthesizerForConditionalGeneration (its config class
       builds the config).
-    t5_model_or_path: a T5ForConditionalGeneration (T5, T5 v1.1, FLAN-T5,
-      mT5, ByT5), or a path or Hub name `T5ForConditionalGeneration.
-      from_pretrained` loads.
+    t5_model_or_path: a T5ForConditionalGeneration or
+      MT5ForConditionalGeneration (T5, T5 v1.1, FLAN-T5, mT5, ByT5), or a
+      path or Hub name
+      `AutoModelForSeq2SeqLM.from_pretrained` loads as one.
     encoder_synthesizers: the encoder self-attention's functions
       (`MtfSynthesizerConfig` names; several make a mixture).
     decoder_synthesizers: the decoder self-attention's functions.
