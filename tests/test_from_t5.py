@@ -226,6 +226,22 @@ def test_an_override_of_a_size_the_t5_fixes_raises():
           model.config.dense_hidden_size) == (0.2, 0.0, 4)
 
 
+def test_an_activation_it_does_not_compute_raises():
+  """T5's "gelu" is the exact gelu; the model's gelus are tanh's."""
+  conversion = __import__(model_code.load().__package__ +
+                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
+  config_class, fields = LAYOUTS["t5.1.0"]
+  t5 = T5ForConditionalGeneration(config_class(
+      **dict(fields, feed_forward_proj="gelu")))
+  with pytest.raises(conversion.T5ConversionError, match="'gelu'"):
+    _from_t5(t5, ("dot_product",))
+  t5 = T5ForConditionalGeneration(config_class(
+      **dict(fields, feed_forward_proj="gated-silu"))).eval()
+  model, _ = _from_t5(t5, ("dot_product",))
+  assert model.config.feed_forward_proj == "gated-silu"
+  assert torch.allclose(_logits(model), _logits(t5), atol=TOLERANCE, rtol=0)
+
+
 def test_a_scaled_untied_output_layer_raises():
   conversion = __import__(model_code.load().__package__ +
                           ".t5_conversion_mtf_synthesizer", fromlist=["x"])

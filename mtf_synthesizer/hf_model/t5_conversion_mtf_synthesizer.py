@@ -41,7 +41,7 @@ T5_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
              "num_decoder_layers", "num_heads",
              "relative_attention_num_buckets",
              "relative_attention_max_distance", "dropout_rate",
-             "layer_norm_epsilon", "initializer_factor", "feed_forward_proj",
+             "layer_norm_epsilon", "initializer_factor",
              "pad_token_id", "eos_token_id")
 # Fields that the T5 weights fix (sizes and math): an override may not
 # change them. The others (dropout_rate, ids) may be overridden.
@@ -56,6 +56,13 @@ LAYOUT = dict(relative_attention_type="bias_shared", num_memory_heads=0,
 # A self-attention projection that a variant may have no place for.
 _PROJECTION = re.compile(
     r"^(encoder|decoder)\.block\.\d+\.layer\.0\.SelfAttention\.(q|k)\.weight$")
+
+
+# T5's activations (its config's dense_act_fn, transformers' ACT2FN names)
+# that this model computes alike, by this model's name. T5's "gelu" is the
+# exact (erf) gelu, which mesh's models do not use.
+ACTIVATIONS = {"relu": "relu", "gelu_new": "gelu_new", "silu": "silu",
+               "swish": "swish", "linear": "linear"}
 
 
 class T5ConversionError(ValueError):
@@ -141,6 +148,7 @@ def config_fields(t5_config, encoder_synthesizers: Sequence[str],
     raise T5ConversionError("from_t5 needs an encoder-decoder T5 "
                             "(T5ForConditionalGeneration)")
   fields = {name: getattr(t5_config, name) for name in T5_FIELDS}
+  fields["feed_forward_proj"] = _feed_forward_proj(t5_config)
   start = getattr(t5_config, "decoder_start_token_id", None)
   fields["decoder_start_token_id"] = (start if start is not None
                                       else t5_config.pad_token_id)
@@ -158,6 +166,20 @@ def config_fields(t5_config, encoder_synthesizers: Sequence[str],
                 decoder_synthesizers=tuple(decoder_synthesizers),
                 synthesizer_max_length=synthesizer_max_length)
   return fields
+
+
+def _feed_forward_proj(t5_config) -> str:
+  """This model's feed_forward_proj for T5's activation (the same math)."""
+  if t5_config.feed_forward_proj == "gated-gelu":  # gelu_new in both
+    return "gated-gelu"
+  activation = ACTIVATIONS.get(t5_config.dense_act_fn)
+  if activation is None:
+    raise T5ConversionError(
+        "the T5's feed-forward activation %r (feed_forward_proj %r) is not "
+        "one the Synthesizer computes (%s)" % (
+            t5_config.dense_act_fn, t5_config.feed_forward_proj,
+            ", ".join(sorted(ACTIVATIONS))))
+  return ("gated-" if t5_config.is_gated_act else "") + activation
 
 
 def _has_no_place_by_design(model: torch.nn.Module, t5_name: str) -> bool:
