@@ -13,7 +13,6 @@ layers imported).
 """
 
 import importlib
-import sys
 from typing import Optional
 
 # Read by `mtf_synthesizer/__init__.py` when it is first imported.
@@ -35,7 +34,3 @@ def export_hf() -> Optional[int]:
 def from_t5() -> Optional[int]:
   """mtf-synthesizer-from-t5 (`mtf_synthesizer.commands.from_t5`)."""
   return _main("mtf_synthesizer.commands.from_t5")
-
-
-if __name__ == "__main__":
-  sys.exit({"export_hf": export_hf, "from_t5": from_t5}[sys.argv.pop(1)]())
