@@ -157,7 +157,7 @@ def _expected_unused(components, t5):
 def test_every_t5_weight_is_found_or_reported(variant, layout):
   t5 = _t5(layout)
   torch.manual_seed(7)
-  model, info = _from_t5(t5, variant.components)
+  model, info = _from_t5(t5, "+".join(variant.components))
   assert sorted(info.unused_t5_weights) == _expected_unused(
       variant.components, t5)
   state = model.state_dict()

@@ -162,8 +162,8 @@ def config_fields(t5_config, encoder_synthesizers: Sequence[str],
         "the T5 checkpoint fixes %s; an override may not change them" %
         ", ".join("%s (%r)" % (name, fields[name]) for name in fixed))
   fields.update(overrides)
-  fields.update(encoder_synthesizers=tuple(encoder_synthesizers),
-                decoder_synthesizers=tuple(decoder_synthesizers),
+  fields.update(encoder_synthesizers=encoder_synthesizers,
+                decoder_synthesizers=decoder_synthesizers,
                 synthesizer_max_length=synthesizer_max_length)
   return fields
 
@@ -276,10 +276,10 @@ def from_t5(model_class: type,
       builds the config).
     t5_model_or_path: a T5ForConditionalGeneration or
       MT5ForConditionalGeneration (T5, T5 v1.1, FLAN-T5, mT5, ByT5), or a
-      path or Hub name
-      `AutoModelForSeq2SeqLM.from_pretrained` loads as one.
+      path or Hub name `AutoModelForSeq2SeqLM.from_pretrained` loads as one.
     encoder_synthesizers: the encoder self-attention's functions
-      (`MtfSynthesizerConfig` names; several make a mixture).
+      (`MtfSynthesizerConfig` names, a tuple or "+"-joined; several make a
+      mixture).
     decoder_synthesizers: the decoder self-attention's functions.
     synthesizer_max_length: N, the positions of R, FR, D and FD: the
       longest sequence a stack with them reads.
@@ -296,7 +296,8 @@ def from_t5(model_class: type,
     (transformers 5 ties T5's even then; mesh's v1.1 had its own).
 
   Raises:
-    T5ConversionError: a T5 weight that has no place (named), or an
+    T5ConversionError: a T5 weight that has no place (named), a model that
+      is not a T5, an activation this model does not compute, or an
       override that contradicts the T5.
   """
   t5 = _load_t5(t5_model_or_path)
@@ -318,8 +319,10 @@ def from_t5(model_class: type,
   if info.unused_t5_weights:
     logger.warning(
         "The variant (encoder %s, decoder %s) has no place for these T5 "
-        "weights, which were left out: %s", "+".join(encoder_synthesizers),
-        "+".join(decoder_synthesizers), ", ".join(info.unused_t5_weights))
+        "weights, which were left out: %s",
+        "+".join(config.encoder_synthesizers),
+        "+".join(config.decoder_synthesizers),
+        ", ".join(info.unused_t5_weights))
   if info.initialized_weights:
     logger.warning(
         "These weights of the Synthesizer are not in the T5 checkpoint and "
