@@ -42,7 +42,7 @@ setuptools.setup(
     python_requires=">=3.9,<3.12",
     packages=setuptools.find_packages(include=["mtf_synthesizer*",
                                                "t5_tasks*"]),
-    py_modules=["_mtf_synthesizer_hooks"],
+    py_modules=["_mtf_synthesizer_hooks", "_mtf_synthesizer_commands"],
     cmdclass={"build_py": BuildPyWithPth},
     install_requires=[
         "mesh-tensorflow==0.1.21",
@@ -53,10 +53,11 @@ setuptools.setup(
         "seqio-nightly",
         "tfds-nightly",
     ],
-    # The user's commands (mtf_synthesizer/commands/).
+    # The user's commands (mtf_synthesizer/commands/); those that start
+    # without TensorFlow through _mtf_synthesizer_commands.
     entry_points={"console_scripts": [
-        "mtf-synthesizer-export-hf="
-        "mtf_synthesizer.commands.export_hf:main",
+        "mtf-synthesizer-export-hf=_mtf_synthesizer_commands:export_hf",
+        "mtf-synthesizer-from-t5=_mtf_synthesizer_commands:from_t5",
         "mtf-synthesizer-tpu-job=mtf_synthesizer.commands.tpu_job:main",
         "mtf-synthesizer-convert-release-checkpoint="
         "mtf_synthesizer.commands.convert_release_checkpoint:main",

@@ -23,6 +23,11 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   hf_model/       the PyTorch model (torch and transformers only)
   gin/            the gin files (installed from the checkout's gin/)
 
+The commands that start without TensorFlow (`_mtf_synthesizer_commands`:
+`mtf-synthesizer-from-t5`, `mtf-synthesizer-export-hf`) import the package
+without its mesh layers; `import_layers()` imports them (an attribute of
+theirs, `mtf_synthesizer.SynthesizerAttention`, does it too).
+
 `mtf_synthesizer.MtfModel` is imported on first use, so that importing the
 layers does not import `t5.models`. The modules' former paths
 (`mtf_synthesizer.synthesizers`, `.layer`, `.release`, ...) still import:
@@ -102,32 +107,90 @@ from mtf_synthesizer.stock_cli import gin_path
 GIN_DIR = gin_path.GIN_DIR
 gin.add_config_file_search_path(GIN_DIR)
 
-from mtf_synthesizer import attentions
-from mtf_synthesizer import checkpoints
-from mtf_synthesizer.baselines import encoder_classifier
-from mtf_synthesizer.baselines import linformer
-from mtf_synthesizer.baselines import local_attention
-from mtf_synthesizer.baselines import local_conv
-from mtf_synthesizer.baselines.linformer import LinformerAttention
-from mtf_synthesizer.baselines.local_attention import WindowedSelfAttention
-from mtf_synthesizer.baselines.local_conv import DecodableLocalConvAttnBlock
-from mtf_synthesizer.checkpoints import release
-from mtf_synthesizer.core import layer
-from mtf_synthesizer.core import synthesizers
-from mtf_synthesizer.core.layer import SynthesizerAttention
-from mtf_synthesizer.core.synthesizers import Dense
-from mtf_synthesizer.core.synthesizers import DotProduct
-from mtf_synthesizer.core.synthesizers import FactorizedDense
-from mtf_synthesizer.core.synthesizers import FactorizedRandom
-from mtf_synthesizer.core.synthesizers import FixedRandom
-from mtf_synthesizer.core.synthesizers import Mixture
-from mtf_synthesizer.core.synthesizers import Random
-from mtf_synthesizer.training import determinism
-from mtf_synthesizer.training import optimize
-from mtf_synthesizer.training.optimize import LeanAdafactorOptimizer
+from mtf_synthesizer import attentions  # the table (no TensorFlow)
+
+# What `import_layers` binds here (the mesh layers and their modules).
+_LAYER_NAMES = (
+    "checkpoints", "encoder_classifier", "linformer",
+    "local_attention", "local_conv", "LinformerAttention",
+    "WindowedSelfAttention", "DecodableLocalConvAttnBlock", "release", "layer",
+    "synthesizers", "SynthesizerAttention", "Dense", "DotProduct",
+    "FactorizedDense", "FactorizedRandom", "FixedRandom", "Mixture", "Random",
+    "determinism", "optimize", "LeanAdafactorOptimizer",)
+
+
+def _layers_on_import() -> bool:
+  """False when a command imports the package without its layers.
+
+  `_mtf_synthesizer_commands` (the entry points of the commands that
+  answer before TensorFlow loads) clears its LAYERS_ON_IMPORT before it
+  imports the package.
+  """
+  commands = sys.modules.get("_mtf_synthesizer_commands")
+  return commands is None or getattr(commands, "LAYERS_ON_IMPORT", True)
+
+
+_importing_layers = False
+
+
+def import_layers() -> None:
+  """Imports the mesh layers (and TensorFlow), registering their gin names.
+
+  Importing the package does it, except in a command that starts without
+  TensorFlow (`_mtf_synthesizer_commands`), which calls it when its work
+  needs mesh.
+  """
+  global _importing_layers
+  _importing_layers = True
+  try:
+    _import_layers()
+  finally:
+    _importing_layers = False
+
+
+def _import_layers() -> None:
+  """import_layers()'s imports, bound in the package."""
+  # pylint: disable=global-variable-undefined,redefined-outer-name
+  # pylint: disable=g-import-not-at-top,unused-import
+  global checkpoints, encoder_classifier, linformer, \
+      local_attention, local_conv, LinformerAttention, \
+      WindowedSelfAttention, DecodableLocalConvAttnBlock, release, layer, \
+      synthesizers, SynthesizerAttention, Dense, DotProduct, \
+      FactorizedDense, FactorizedRandom, FixedRandom, Mixture, Random, \
+      determinism, optimize, LeanAdafactorOptimizer
+  # (`from mtf_synthesizer import` would ask __getattr__ for it first.)
+  checkpoints = importlib.import_module("mtf_synthesizer.checkpoints")
+  from mtf_synthesizer.baselines import encoder_classifier
+  from mtf_synthesizer.baselines import linformer
+  from mtf_synthesizer.baselines import local_attention
+  from mtf_synthesizer.baselines import local_conv
+  from mtf_synthesizer.baselines.linformer import LinformerAttention
+  from mtf_synthesizer.baselines.local_attention import WindowedSelfAttention
+  from mtf_synthesizer.baselines.local_conv import DecodableLocalConvAttnBlock
+  from mtf_synthesizer.checkpoints import release
+  from mtf_synthesizer.core import layer
+  from mtf_synthesizer.core import synthesizers
+  from mtf_synthesizer.core.layer import SynthesizerAttention
+  from mtf_synthesizer.core.synthesizers import Dense
+  from mtf_synthesizer.core.synthesizers import DotProduct
+  from mtf_synthesizer.core.synthesizers import FactorizedDense
+  from mtf_synthesizer.core.synthesizers import FactorizedRandom
+  from mtf_synthesizer.core.synthesizers import FixedRandom
+  from mtf_synthesizer.core.synthesizers import Mixture
+  from mtf_synthesizer.core.synthesizers import Random
+  from mtf_synthesizer.training import determinism
+  from mtf_synthesizer.training import optimize
+  from mtf_synthesizer.training.optimize import LeanAdafactorOptimizer
+
+
+if _layers_on_import():
+  import_layers()
 
 
 def __getattr__(name):
+  if name in _LAYER_NAMES and not _importing_layers:
+    import_layers()  # a command imported the package without them
+    return globals()[name]
   if name in _FORMER_PATHS:  # `mtf_synthesizer.summaries`, not yet imported
     return importlib.import_module("%s.%s" % (__name__, _FORMER_PATHS[name]))
   if name == "MtfModel":

@@ -115,6 +115,8 @@ RUN_ELSEWHERE = {
     ("README.md", "saved_model_predict.py"): "test_export.py",
     ("README.md", "export_hf.py"): "test_hf_export.py",
     ("docs/pytorch.md", "train_fsdp.py"): "test_torch_training.py",
+    ("README.md", "from_t5.py"): "test_from_t5_command.py",
+    ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -132,6 +134,7 @@ PYTHON_RUNS = (("README.md", "model.finetune("),
 PYTHON_RUN_ELSEWHERE = {
     ("README.md", "model.generate("): "test_hf_export.py",
     ("README.md", "model.mesh_optimizer("): "test_hf_export.py",
+    ("README.md", ".from_t5("): "test_from_t5_command.py",
 }
 
 

@@ -491,6 +491,42 @@ def test_plain_t5_refuses_a_synthesizer(results, tmp_path, capsys):
   assert not os.path.exists(tmp_path / "out" / "model.safetensors")
 
 
+USER_TASK_MODULE = """
+import seqio
+feature = seqio.Feature(seqio.ByteVocabulary(extra_ids=7))
+seqio.TaskRegistry.add(
+    %r, source=seqio.FunctionDataSource(lambda split, shuffle_files: None,
+                                        splits=["train"]),
+    output_features={"inputs": feature, "targets": feature})
+"""
+
+
+def test_module_import_finds_a_user_tasks_vocabulary(tmp_path, capsys,
+                                                      monkeypatch):
+  """A run on the user's own task: its module gives the vocabulary."""
+  task, module = "user_bytes_task_for_export", "user_tasks_for_export"
+  (tmp_path / (module + ".py")).write_text(USER_TASK_MODULE % task)
+  monkeypatch.syspath_prepend(str(tmp_path))
+  model_dir = _synthetic_model(tmp_path, "t5.1.0")
+  with open(os.path.join(model_dir, "operative_config.gin"), "a") as f:
+    f.write("\nt5.models.mesh_transformer.get_vocabulary."
+            "mixture_or_task_name = %r\n" % task)
+  try:
+    out = tmp_path / "out"
+    assert conftest.run_tool("export_hf.py", [model_dir, str(out)]) == 2
+    assert "say which vocabulary" in capsys.readouterr().err
+    assert conftest.run_tool("export_hf.py", [
+        model_dir, str(out), "--module_import=" + module]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["tokenizer"] == "ByT5Tokenizer", summary
+    assert conftest.run_tool("export_hf.py", [
+        model_dir, str(out), "--module_import=no_such_module_here"]) == 2
+    assert "no_such_module_here" in capsys.readouterr().err
+  finally:
+    if task in seqio.TaskRegistry.names():
+      seqio.TaskRegistry.remove(task)
+
+
 def test_the_comparisons_can_fail(results):
   """Other models' logits and decodes differ beyond the tolerance."""
   models = results["models"]

@@ -20,9 +20,11 @@ import conftest
 
 # What setup.py builds the distribution from.
 SOURCES = ("setup.py", "MANIFEST.in", "mtf_synthesizer.pth",
-           "_mtf_synthesizer_hooks.py", "mtf_synthesizer", "t5_tasks", "gin")
+           "_mtf_synthesizer_hooks.py", "_mtf_synthesizer_commands.py",
+           "mtf_synthesizer", "t5_tasks", "gin")
 COMMANDS = ("mtf-synthesizer-export-hf", "mtf-synthesizer-tpu-job",
-            "mtf-synthesizer-convert-release-checkpoint")
+            "mtf-synthesizer-convert-release-checkpoint",
+            "mtf-synthesizer-from-t5")
 
 
 def _run(argv, **kwargs):

@@ -6,13 +6,13 @@ r"""Exports a trained model to a Hugging Face `transformers` directory.
 
 The checkout's copy of the installed command `mtf-synthesizer-export-hf`
 (`mtf_synthesizer/commands/export_hf.py`, which says more), run with this
-working tree's package.
+working tree's package (--help answers before TensorFlow is imported).
 """
 
 import sys
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
-from mtf_synthesizer.commands import export_hf
+import _mtf_synthesizer_commands
 
 if __name__ == "__main__":
-  sys.exit(export_hf.main())
+  sys.exit(_mtf_synthesizer_commands.export_hf())

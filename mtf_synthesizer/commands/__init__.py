@@ -4,6 +4,8 @@
 
   mtf-synthesizer-export-hf      `export_hf`: a trained model to a
                                  transformers directory (PyTorch)
+  mtf-synthesizer-from-t5        `from_t5`: a Synthesizer around a
+                                 transformers T5 checkpoint's weights
   mtf-synthesizer-tpu-job        `tpu_job`: the paper's experiments as
                                  Cloud TPU jobs (`jobs.cloud_tpu`)
   mtf-synthesizer-convert-release-checkpoint
@@ -12,5 +14,8 @@
                                  package's names (`checkpoints.release`)
 
 Each also runs as `python -m mtf_synthesizer.commands.<module>`; the
-checkout's `tools/` scripts of the same names call them.
+checkout's `tools/` scripts of the same names call them. The export and
+from_t5 start through `_mtf_synthesizer_commands` (their console scripts
+and tools/ scripts), which imports the package without TensorFlow: --help
+and argument errors answer at once, and from_t5 never imports it.
 """

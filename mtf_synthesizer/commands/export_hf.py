@@ -3,6 +3,7 @@
 r"""Exports a trained model to a Hugging Face `transformers` directory.
 
   mtf-synthesizer-export-hf MODEL_DIR OUT_DIR [--vocabulary=byte] [--t5]
+      [--module_import=MY_TASKS ...]
 
 (or `python -m mtf_synthesizer.commands.export_hf`, or, in a checkout,
 `python tools/export_hf.py`). MODEL_DIR is the stock CLI's model directory
@@ -14,15 +15,19 @@ r"""Exports a trained model to a Hugging Face `transformers` directory.
 model of mesh's SelfAttention is written as transformers' own T5. The export
 itself needs TensorFlow, not torch; loading needs
 `pip install mtf_synthesizer[torch]`. See README.md, "Take it to PyTorch".
+
+The vocabulary is the one the run's task (its gin MIXTURE_NAME) has; a task
+of the user's own is found when `--module_import` imports the module that
+registers it, as the stock CLI's flag of that name did in training.
+--help and argument errors answer before TensorFlow is imported.
 """
 
 import argparse
+import importlib
 import importlib.util
 import json
 import sys
 from typing import Optional, Sequence
-
-from mtf_synthesizer.export import hf_export
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -40,6 +45,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
       "--t5", action="store_true",
       help="write transformers' own T5ForConditionalGeneration (no remote "
            "code); only for a model that is plain T5 (mesh's SelfAttention)")
+  parser.add_argument(
+      "--module_import", action="append", default=[], metavar="MODULE",
+      help="a module to import before the vocabulary is looked up, e.g. "
+           "the one registering the run's task (repeatable; as the stock "
+           "CLI's --module_import)")
   return parser.parse_args(argv)
 
 
@@ -57,6 +67,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if importlib.util.find_spec("torch") is None:
     print("note: the export needs no torch, but loading it does: pip install "
           "'mtf_synthesizer[torch]'", file=sys.stderr)
+  # pylint: disable-next=g-import-not-at-top
+  import mtf_synthesizer
+  mtf_synthesizer.import_layers()  # TensorFlow, mesh and the gin names
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.export import hf_export
+  for module in args.module_import:
+    try:
+      importlib.import_module(module)
+    except ImportError as e:
+      print("error: --module_import=%s: %s" % (module, e), file=sys.stderr)
+      return 2
   try:
     summary = hf_export.export(args.model_dir, args.out_dir,
                                vocabulary=args.vocabulary,

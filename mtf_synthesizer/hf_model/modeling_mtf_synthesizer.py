@@ -1392,6 +1392,24 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
 
+  @classmethod
+  def from_t5(cls, t5_model_or_path, **kwargs):
+    """A Synthesizer around a transformers T5's weights.
+
+    Args:
+      t5_model_or_path: a T5ForConditionalGeneration, or its path or Hub
+        name.
+      **kwargs: `t5_conversion_mtf_synthesizer.from_t5`'s
+        (encoder_synthesizers, decoder_synthesizers,
+        synthesizer_max_length, output_loading_info, config fields).
+
+    Returns:
+      The model (and a ConversionInfo with output_loading_info=True).
+    """
+    # pylint: disable-next=g-import-not-at-top,relative-beyond-top-level
+    from .t5_conversion_mtf_synthesizer import from_t5
+    return from_t5(cls, t5_model_or_path, **kwargs)
+
 
 class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                GenerationMixin):

@@ -1,0 +1,162 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+r"""Writes a Synthesizer built around a transformers T5 checkpoint.
+
+  mtf-synthesizer-from-t5 --t5=google/t5-v1_1-small --variant=D+V \
+      --output_dir=OUT_DIR [--synthesizer_max_length=512]
+
+(or `python -m mtf_synthesizer.commands.from_t5`, or, in a checkout,
+`python tools/from_t5.py`). --t5 is a path or Hub name that
+`T5ForConditionalGeneration.from_pretrained` loads (T5, T5 v1.1, FLAN-T5,
+mT5, ByT5); --variant a variant of the table (`mtf_synthesizer.attentions`:
+its label, e.g. D+V, or name, e.g. dense_vanilla) for the encoder's and the
+decoder's self-attention. Every T5 weight is copied
+(`MtfSynthesizerForConditionalGeneration.from_t5`); the query and key
+kernels a variant has no place for are listed in the printed summary. OUT_DIR
+holds the model, its code and the T5's tokenizer (when it has one), and
+loads with
+
+  AutoModelForSeq2SeqLM.from_pretrained(OUT_DIR, trust_remote_code=True)
+
+Needs torch and transformers, not TensorFlow.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from typing import Any, Dict, Optional, Sequence
+
+from mtf_synthesizer import attentions
+
+HF_MODEL_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
+ARCHITECTURE = "MtfSynthesizerForConditionalGeneration"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+  """Parses the command line (without the program name)."""
+  parser = argparse.ArgumentParser(
+      prog="mtf-synthesizer-from-t5", description=__doc__.split("\n")[0])
+  parser.add_argument("--t5", required=True,
+                      help="a T5 checkpoint: a directory or a Hub name")
+  parser.add_argument(
+      "--variant", required=True,
+      help="the variant's label or name: %s" % ", ".join(
+          v.label for v in attentions.VARIANTS))
+  parser.add_argument("--output_dir", required=True,
+                      help="the directory to write")
+  parser.add_argument(
+      "--synthesizer_max_length", type=int, default=512,
+      help="N, the positions of R, FR, D and FD: the longest sequence "
+           "(default 512)")
+  args = parser.parse_args(argv)
+  try:
+    args.components = variant_components(args.variant)
+  except ValueError as e:
+    parser.error(str(e))
+  return args
+
+
+def variant_components(variant: str) -> Sequence[str]:
+  """The synthesizing functions of a variant of the table.
+
+  Args:
+    variant: a label ("D+V") or a name ("dense_vanilla").
+
+  Returns:
+    Its components, e.g. ("dense", "dot_product").
+
+  Raises:
+    ValueError: no variant of that label or name.
+  """
+  for row in attentions.VARIANTS:
+    if variant in (row.label, row.name):
+      return row.components
+  raise ValueError("no variant %r; the variants: %s" % (
+      variant, ", ".join("%s (%s)" % (v.label, v.name)
+                         for v in attentions.VARIANTS)))
+
+
+def write_model_code(model, out_dir: str) -> None:
+  """Copies the model's code beside it and names it in config.json's auto_map.
+
+  Args:
+    model: the saved MtfSynthesizerForConditionalGeneration.
+    out_dir: the directory `save_pretrained` wrote.
+  """
+  for name in sorted(os.listdir(HF_MODEL_DIR)):
+    if name.endswith("_mtf_synthesizer.py"):
+      shutil.copyfile(os.path.join(HF_MODEL_DIR, name),
+                      os.path.join(out_dir, name))
+  model.config.auto_map = {
+      "AutoConfig": "configuration_mtf_synthesizer.MtfSynthesizerConfig",
+      "AutoModelForSeq2SeqLM": "modeling_mtf_synthesizer." + ARCHITECTURE,
+  }
+  model.config.save_pretrained(out_dir)
+
+
+def convert(t5: str, components: Sequence[str], output_dir: str,
+            synthesizer_max_length: int = 512) -> Dict[str, Any]:
+  """Builds the Synthesizer around the T5 and writes it.
+
+  Args:
+    t5: a path or Hub name of a T5ForConditionalGeneration.
+    components: the self-attention's synthesizing functions (both stacks).
+    output_dir: the directory to write.
+    synthesizer_max_length: N.
+
+  Returns:
+    A summary: {"output_dir", "architecture", "parameters", "tokenizer",
+    "unused_t5_weights", "initialized_weights"}.
+  """
+  # pylint: disable=g-import-not-at-top
+  import transformers
+  from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
+  model, info = modeling.MtfSynthesizerForConditionalGeneration.from_t5(
+      t5, encoder_synthesizers=components, decoder_synthesizers=components,
+      synthesizer_max_length=synthesizer_max_length,
+      output_loading_info=True)
+  model.save_pretrained(output_dir)
+  write_model_code(model, output_dir)
+  try:
+    tokenizer = transformers.AutoTokenizer.from_pretrained(t5)
+  except (OSError, ValueError) as e:  # a checkpoint without a tokenizer
+    print("note: no tokenizer written (%s)" % str(e).split("\n")[0],
+          file=sys.stderr)
+    tokenizer = None
+  else:
+    tokenizer.save_pretrained(output_dir)
+  return {"output_dir": output_dir, "architecture": ARCHITECTURE,
+          "parameters": sum(p.numel() for p in model.parameters()),
+          "tokenizer": type(tokenizer).__name__ if tokenizer else None,
+          "unused_t5_weights": info.unused_t5_weights,
+          "initialized_weights": info.initialized_weights}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Writes the model; prints its summary as JSON; returns the status.
+
+  Args:
+    argv: the arguments (default: the command line's).
+
+  Returns:
+    0, or 2 when the T5 does not load or has a weight with no place (the
+    reason on stderr).
+  """
+  args = parse_args(sys.argv[1:] if argv is None else argv)
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.hf_model import t5_conversion_mtf_synthesizer
+  try:
+    summary = convert(args.t5, args.components, args.output_dir,
+                      args.synthesizer_max_length)
+  except (OSError, t5_conversion_mtf_synthesizer.T5ConversionError) as e:
+    print("error: %s" % e, file=sys.stderr)
+    return 2
+  print(json.dumps(summary))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
