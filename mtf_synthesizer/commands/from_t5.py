@@ -23,15 +23,11 @@ Needs torch and transformers, not TensorFlow.
 
 import argparse
 import json
-import os
-import shutil
 import sys
 from typing import Any, Dict, Optional, Sequence
 
 from mtf_synthesizer import attentions
 
-HF_MODEL_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
 ARCHITECTURE = "MtfSynthesizerForConditionalGeneration"
 
 
@@ -79,24 +75,6 @@ def variant_components(variant: str) -> Sequence[str]:
                          for v in attentions.VARIANTS)))
 
 
-def write_model_code(model, out_dir: str) -> None:
-  """Copies the model's code beside it and names it in config.json's auto_map.
-
-  Args:
-    model: the saved MtfSynthesizerForConditionalGeneration.
-    out_dir: the directory `save_pretrained` wrote.
-  """
-  for name in sorted(os.listdir(HF_MODEL_DIR)):
-    if name.endswith("_mtf_synthesizer.py"):
-      shutil.copyfile(os.path.join(HF_MODEL_DIR, name),
-                      os.path.join(out_dir, name))
-  model.config.auto_map = {
-      "AutoConfig": "configuration_mtf_synthesizer.MtfSynthesizerConfig",
-      "AutoModelForSeq2SeqLM": "modeling_mtf_synthesizer." + ARCHITECTURE,
-  }
-  model.config.save_pretrained(out_dir)
-
-
 def convert(t5: str, components: Sequence[str], output_dir: str,
             synthesizer_max_length: int = 512) -> Dict[str, Any]:
   """Builds the Synthesizer around the T5 and writes it.
@@ -118,8 +96,7 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
       t5, encoder_synthesizers=components, decoder_synthesizers=components,
       synthesizer_max_length=synthesizer_max_length,
       output_loading_info=True)
-  model.save_pretrained(output_dir)
-  write_model_code(model, output_dir)
+  model.save_pretrained(output_dir)  # with the model's code, auto_map
   try:
     tokenizer = transformers.AutoTokenizer.from_pretrained(t5)
   except (OSError, ValueError) as e:  # a checkpoint without a tokenizer
