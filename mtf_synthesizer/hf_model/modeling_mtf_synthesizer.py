@@ -341,7 +341,9 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       # Column j = jb * a + ja: the outer product laid out row-major is C,
       # built only for the column blocks in use.
       s = positions.memory_length
-      blocks = -(-s // self.a)
+      # Ceiling without dividing a negative size (which ONNX's integer
+      # division rounds toward zero, not down).
+      blocks = (s + self.a - 1) // self.a
       c = fb[..., :blocks, None] * fa[..., None, :]
       return c.flatten(-2)[..., :s]
     columns = positions.memory[:, None, None, :]
@@ -574,6 +576,10 @@ class MtfSynthesizerAttention(nn.Module):
         self, query, keys, values, None, dropout=(
             self.dropout if self.training else 0.0),
         scaling=self.scaling, position_bias=bias, is_causal=False)
+    if torch.compiler.is_exporting():
+      # The ONNX exporter keeps SDPA whole: its output's strides change
+      # between the exporter's passes, so the flattening reads a copy.
+      out = out.clone(memory_format=torch.contiguous_format)
     out = self.o(out.reshape(b, t, -1))
     return out, (weights if output_attentions else None)
 
