@@ -103,8 +103,11 @@ class MtfSynthesizerRMSNorm(nn.Module):
     self.epsilon = epsilon
 
   def forward(self, x: torch.Tensor) -> torch.Tensor:
-    variance = x.float().pow(2).mean(-1, keepdim=True)
-    normed = (x.float() * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
+    # One cast: the TorchScript tracer chains a second no-op cast of x onto
+    # the first, which onnxruntime's graph optimizer then mis-wires.
+    x32 = x.float()
+    variance = x32.pow(2).mean(-1, keepdim=True)
+    normed = (x32 * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
     return normed * self.weight.to(x.dtype)
 
 
@@ -974,11 +977,12 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
 def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
   """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
 
-  A mask of ones is dropped (outside torch.compile, as transformers' masks
-  are), so that an unpadded batch's bias has no batch dimension.
+  A mask of ones is dropped (outside torch.compile, torch.export and the
+  TorchScript tracer, as transformers' masks are), so that an unpadded
+  batch's bias has no batch dimension.
   """
   if mask is None or (not torch.compiler.is_compiling() and
-                      bool(mask.all())):
+                      not torch.jit.is_tracing() and bool(mask.all())):
     return None
   return torch.where(mask[:, None, None, :] > 0, 0.0, MASKED)
 
