@@ -131,6 +131,7 @@ PYTHON_RUNS = (("README.md", "model.finetune("),
 PYTHON_RUN_ELSEWHERE = {
     ("README.md", "model.generate("): "test_hf_export.py",
     ("README.md", "model.mesh_optimizer("): "test_hf_export.py",
+    ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
 }
 
 
