@@ -190,7 +190,9 @@ def _check(names, causal_lm, dynamo, snippet, folder):
         documented = None
   except Exception:  # pylint: disable=broad-except
     return {"error": traceback.format_exc()[-3000:], "max_abs_diff": None}
-  implementation = model.config._attn_implementation  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  implementation = model.config._attn_implementation
+  # pylint: enable=protected-access
   return {"error": None, "max_abs_diff": diffs,
           "implementation": implementation}
 
