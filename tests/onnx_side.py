@@ -19,8 +19,9 @@ For each variant, a tiny `MtfSynthesizerForConditionalGeneration`
 `MtfSynthesizerForCausalLM` (input_ids -> logits), default attention
 implementation, are exported by both of torch.onnx's exporters with dynamic
 batch and sequence axes: the seq2seq model's dynamo export by the documented
-snippet itself. onnxruntime runs each file at the shape it was exported
-with and at a second one (another batch, other lengths, other padding).
+snippet itself, from an unpadded batch. onnxruntime runs each file at the
+shape it was exported with and at a second one (another batch, other
+lengths, padding).
 RESULT.json:
 
   {"variants": {label: {"seq2seq" or "causal_lm":
@@ -61,8 +62,9 @@ from google import protobuf
 import model_code
 
 VOCAB, N = 64, 16  # as tests/test_torch_training.py's tiny models
-# (batch, encoder length, decoder length) of the export, then of the check.
-SHAPES = ((2, 7, 6), (3, 5, 4))
+# (batch, encoder length, decoder length, padded) of the export, then of the
+# check: a file traced from an unpadded batch must still read a mask.
+SHAPES = ((2, 7, 6, False), (3, 5, 4, True))
 
 
 def _config(modeling, names, causal_lm):
@@ -86,13 +88,14 @@ def _perturb(model):
 
 
 def _inputs(shape, seed, causal_lm):
-  """Model inputs by name; the encoder's last row padded (ids 0)."""
-  batch, length, decoder_length = shape
+  """Model inputs by name; padded: the encoder's last row ends in ids 0."""
+  batch, length, decoder_length, padded = shape
   generator = torch.Generator().manual_seed(seed)
   input_ids = torch.randint(2, VOCAB, (batch, length), generator=generator)
   if causal_lm:
     return {"input_ids": input_ids}
-  input_ids[-1, length - 2:] = 0
+  if padded:
+    input_ids[-1, length - 2:] = 0
   return {"input_ids": input_ids,
           "attention_mask": (input_ids != 0).long(),
           "decoder_input_ids": torch.randint(
@@ -174,8 +177,9 @@ def _check(names, causal_lm, dynamo, snippet, folder):
   shapes = [_inputs(shape, seed, causal_lm)
             for seed, shape in enumerate(SHAPES)]
   try:
-    with torch.no_grad():
-      wrapper, documented = _export(model, shapes[0], path, dynamo, snippet)
+    # As a user would, outside no_grad (which changes the SDPA kernel the
+    # dynamo exporter traces).
+    wrapper, documented = _export(model, shapes[0], path, dynamo, snippet)
     session = onnxruntime.InferenceSession(
         path, providers=["CPUExecutionProvider"])
     diffs = []
