@@ -5,6 +5,9 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.pinned
 DEMO_DIR ?= runs/demo
+# The ONNX test's packages, which TensorFlow's pins exclude from the
+# environment itself (requirements-onnx.lock).
+ONNX_SITE := $(VENV)/onnx-site
 PYTEST_ARGS ?=
 # Test modules run in parallel processes (pytest-xdist), one module per
 # process at a time: `auto` is one per core, at most 4.
@@ -23,13 +26,14 @@ check-python:
 	  echo "error: $(PYTHON) is Python `$(PYTHON) -c 'import sys;print(sys.version.split()[0])'`;" \
 	       "mtf_synthesizer needs CPython 3.11." >&2; exit 1; }
 
-$(STAMP): requirements.lock requirements-test.lock
+$(STAMP): requirements.lock requirements-test.lock requirements-onnx.lock
 	@$(MAKE) --no-print-directory check-python
 	@echo "==> creating $(VENV) from requirements.lock (about 3 GB, a few minutes)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q 'pip==26.3' 'setuptools==80.10.2' 'wheel==0.48.0'
 	$(VPY) -m pip install -q --no-deps -r requirements.lock -r requirements-test.lock
+	$(VPY) -m pip install -q --no-deps --target $(ONNX_SITE) -r requirements-onnx.lock
 	touch $(STAMP)
 
 # The package is installed (not editable) so that its start-up hook file

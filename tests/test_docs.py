@@ -135,6 +135,7 @@ PYTHON_RUN_ELSEWHERE = {
     ("README.md", "model.generate("): "test_hf_export.py",
     ("README.md", "model.mesh_optimizer("): "test_hf_export.py",
     ("README.md", ".from_t5("): "test_from_t5_command.py",
+    ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
 }
 
 

@@ -104,8 +104,11 @@ class MtfSynthesizerRMSNorm(nn.Module):
     self.epsilon = epsilon
 
   def forward(self, x: torch.Tensor) -> torch.Tensor:
-    variance = x.float().pow(2).mean(-1, keepdim=True)
-    normed = (x.float() * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
+    # One cast: the TorchScript tracer chains a second no-op cast of x onto
+    # the first, which onnxruntime's graph optimizer then mis-wires.
+    x32 = x.float()
+    variance = x32.pow(2).mean(-1, keepdim=True)
+    normed = (x32 * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
     return normed * self.weight.to(x.dtype)
 
 
@@ -342,7 +345,9 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       # Column j = jb * a + ja: the outer product laid out row-major is C,
       # built only for the column blocks in use.
       s = positions.memory_length
-      blocks = -(-s // self.a)
+      # Ceiling without dividing a negative size (which ONNX's integer
+      # division rounds toward zero, not down).
+      blocks = (s + self.a - 1) // self.a
       c = fb[..., :blocks, None] * fa[..., None, :]
       return c.flatten(-2)[..., :s]
     columns = positions.memory[:, None, None, :]
@@ -577,6 +582,10 @@ class MtfSynthesizerAttention(nn.Module):
         self, query, keys, values, None, dropout=(
             self.dropout if self.training else 0.0),
         scaling=self.scaling, position_bias=bias, is_causal=False)
+    if torch.compiler.is_exporting():
+      # The ONNX exporter keeps SDPA whole: its output's strides change
+      # between the exporter's passes, so the flattening reads a copy.
+      out = out.clone(memory_format=torch.contiguous_format)
     out = self.o(out.reshape(b, t, -1))
     return out, (weights if output_attentions else None)
 
@@ -1011,11 +1020,12 @@ def _returned(output: ModelOutput, return_dict: Optional[bool],
 def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
   """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
 
-  A mask of ones is dropped (outside torch.compile, as transformers' masks
-  are), so that an unpadded batch's bias has no batch dimension.
+  A mask of ones is dropped (outside torch.compile, torch.export and the
+  TorchScript tracer, as transformers' masks are), so that an unpadded
+  batch's bias has no batch dimension.
   """
   if mask is None or (not torch.compiler.is_compiling() and
-                      bool(mask.all())):
+                      not torch.jit.is_tracing() and bool(mask.all())):
     return None
   return torch.where(mask[:, None, None, :] > 0, 0.0, MASKED)
 
