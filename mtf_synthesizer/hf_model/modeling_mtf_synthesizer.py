@@ -165,7 +165,16 @@ class Positions:
 # ---------------------------------------------------------------------------
 # Synthesizing functions. Each but the dot product returns its logits
 # [batch or 1, heads, length, memory_length] in float32, times `scale` (a
-# mixture weight per head) applied to its cheapest factor.
+# mixture weight per head) applied to its cheapest factor: the readable
+# reference that the eager kernel adds to its bias. Each also says what it
+# gives the fused kernel (`contributes`): COLUMNS, a query side
+# [1 or batch, heads, length, c] and a key side [1 or batch, heads,
+# memory_length, c] whose product is its logits (`columns()`), or BIAS, its
+# logits as an additive bias (`forward()`).
+
+# What a function contributes to the fused kernel.
+COLUMNS = "columns"
+BIAS = "bias"
 
 
 def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
@@ -192,9 +201,17 @@ def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   return gathered.movedim(-2, 0)
 
 
+def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, N, c] -> the memory rows: [1 or batch, heads, s, c]."""
+  if positions.memory is None:
+    return table[:, :positions.memory_length][None]
+  return table[:, positions.memory].transpose(0, 1)
+
+
 class MtfSynthesizerRandom(nn.Module):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
   needs_queries = False
+  contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -231,6 +248,7 @@ class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
 class MtfSynthesizerFactorizedRandom(nn.Module):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
   needs_queries = False
+  contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -247,6 +265,14 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
     else:
       r2 = self.R2[:, positions.memory].float().transpose(0, 1)
     return torch.matmul(r1, r2.transpose(-1, -2))
+
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """(R1's query rows, scale * R2's memory rows): k columns each."""
+    del hidden, queries
+    r2 = _key_rows(self.R2, positions)
+    if scale is not None:
+      r2 = r2 * scale.to(r2.dtype)[None, :, None, None]
+    return _rows(self.R1, positions), r2
 
 
 def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -279,7 +305,12 @@ class _DenseHidden(nn.Module):
 
 
 class MtfSynthesizerDense(_DenseHidden):
-  """D (eq. 1-2): each query predicts its row of N logits."""
+  """D (eq. 1-2): each query predicts its row of N logits.
+
+  As columns: [relu(W1 X_i + b1), 1] . [W2^T, b2]_j, the key side a
+  slice of the weights, the same for every example.
+  """
+  contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
     self.share_query_projection = config.dense_share_query_projection
@@ -312,10 +343,28 @@ class MtfSynthesizerDense(_DenseHidden):
       logits = logits + b2[:, :, None, :]
     return logits
 
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """([relu(W1 X + b1), 1], scale * [W2^T, b2] at the memory rows)."""
+    h = torch.relu(queries) if self.share_query_projection else (
+        self.hidden(hidden))
+    # [1|b, heads, s, hidden (+ 1)]: the rows in use, sliced first.
+    keys = _key_rows(self.w2.transpose(1, 2), positions)
+    if self.use_bias:
+      h = torch.cat([h, torch.ones_like(h[..., :1])], dim=-1)
+      keys = torch.cat([keys, _key_rows(self.b2[..., None], positions)],
+                       dim=-1)
+    if scale is not None:
+      keys = keys * scale.to(keys.dtype)[None, :, None, None]
+    return h, keys
+
 
 class MtfSynthesizerFactorizedDense(_DenseHidden):
-  """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)]."""
+  """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)].
+
+  Not a low-rank product: the fused kernel gets it as a bias.
+  """
   needs_queries = False
+  contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__(config)
@@ -483,6 +532,7 @@ class MtfSynthesizerAttention(nn.Module):
     if has_relative_attention_bias:
       self.relative_attention_bias = MtfSynthesizerRelativeBias(
           config.relative_attention_num_buckets, self.num_heads)
+    self.every_head = _EveryHead(self)
 
   def synthesizers(self) -> List[nn.Module]:
     """The function modules (every function but the dot product)."""
@@ -542,6 +592,32 @@ class MtfSynthesizerAttention(nn.Module):
         if cross:
           past_key_values.is_updated[self.layer_idx] = True
     queries = self._heads(hidden, self.q) if self.needs_queries else None
+    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
+    if output_attentions:
+      implementation = "eager"
+    if implementation == "eager":
+      out, weights = self._reference(hidden, queries, keys, values, bias,
+                                     positions)
+    else:
+      out, weights = self._fused(hidden, queries, keys, values, bias,
+                                 positions, implementation)
+    out = self.o(out.reshape(b, t, -1))
+    return out, (weights if output_attentions else None)
+
+  def _reference(self, hidden, queries, keys, values, bias, positions):
+    """The readable path: each function's logits added to the bias.
+
+    Args:
+      hidden: the layer input [batch, t, d_model].
+      queries: [batch, heads, t, d_kv] or None.
+      keys: [batch, memory_heads, s, d_kv] (a placeholder without V).
+      values: [batch, memory_heads, s, d_kv].
+      bias: masks and relative bias, or None.
+      positions: the positions.
+
+    Returns:
+      ([batch, t, heads, d_kv], the weights [batch, heads, t, s]).
+    """
     alpha = self.mixture_weights()
     for i, name in enumerate(self.function_names):
       if name == "dot_product":
@@ -549,33 +625,118 @@ class MtfSynthesizerAttention(nn.Module):
       term = getattr(self, name)(hidden, queries, positions,
                                  None if alpha is None else alpha[i])
       bias = term if bias is None else bias + term
+    dropout = self.dropout if self.training else 0.0
     if not self.has_dot_product:
-      # No Q K^T: the weights are softmax(bias), whatever the kernel.
-      out, weights = synthesized_attention_forward(
-          self, values, bias, self.dropout if self.training else 0.0)
-      if output_attentions:  # a table's weights are shared by the batch
-        weights = weights.expand(b, self.num_heads, t, -1)
-      return self.o(out.reshape(b, t, -1)), (
-          weights if output_attentions else None)
+      # No Q K^T: the weights are softmax(bias).
+      out, weights = synthesized_attention_forward(self, values, bias,
+                                                   dropout)
+      # A table's weights are shared by the batch.
+      return out, weights.expand(hidden.shape[0], self.num_heads,
+                                 hidden.shape[1], -1)
     query = queries
     if alpha is not None:
       weight = alpha[self.function_names.index("dot_product")]
       query = query * weight.to(query.dtype)[None, :, None, None]
-    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
-    if output_attentions:
-      implementation = "eager"
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-        implementation, eager_attention_forward) if (
-            implementation != "eager") else eager_attention_forward
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(query.dtype)
-    out, weights = interface(
-        self, query, keys, values, None, dropout=(
-            self.dropout if self.training else 0.0),
-        scaling=self.scaling, position_bias=bias, is_causal=False)
-    out = self.o(out.reshape(b, t, -1))
-    return out, (weights if output_attentions else None)
+    return eager_attention_forward(self, query, keys, values, None,
+                                   scaling=self.scaling, dropout=dropout,
+                                   position_bias=bias)
+
+  def _fused(self, hidden, queries, keys, values, bias, positions,
+             implementation):
+    """One kernel call: every function's query and key columns side by side.
+
+    The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
+    mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
+    other functions' key side (a slice of weights, without a batch
+    dimension); R, Fix and FD join the bias. The scale is 1: run-time
+    query scaling (`scale_queries`) multiplies V's columns only.
+
+    Args: as `_reference`, and
+      implementation: the attention interface's name.
+
+    Returns:
+      ([batch, t, heads, d_kv], None).
+    """
+    alpha = self.mixture_weights()
+    query_parts, key_parts = [], []
+    for i, name in enumerate(self.function_names):
+      scale = None if alpha is None else alpha[i]
+      if name == "dot_product":
+        query = queries
+        if scale is not None:
+          query = query * scale.to(query.dtype)[None, :, None, None]
+        if self.config.scale_queries:
+          query = query * self.scaling
+        query_parts.append(query)
+        key_parts.append(keys)
+        continue
+      function = getattr(self, name)
+      if function.contributes == COLUMNS:
+        query, key = function.columns(hidden, queries, positions, scale)
+        query_parts.append(query)
+        key_parts.append(key)
+      else:
+        term = function(hidden, queries, positions, scale)
+        bias = term if bias is None else bias + term
+    dropout = self.dropout if self.training else 0.0
+    if not query_parts:  # R, Fix, FD: no columns, softmax(bias) V
+      return synthesized_attention_forward(self, values, bias, dropout)[0], (
+          None)
+    module = self
+    if len(key_parts) > int(self.has_dot_product) and (
+        self.num_key_value_groups > 1):
+      # Per-head key columns: V's shared keys and values join every head.
+      module = self.every_head
+      values = _repeat_heads(values, self.num_key_value_groups)
+      key_parts = [_repeat_heads(k, self.num_key_value_groups)
+                   if k.shape[1] != self.num_heads else k for k in key_parts]
+    dtype = values.dtype
+    query = _side_by_side(query_parts, values.shape[0], dtype)
+    key = _side_by_side(key_parts, values.shape[0], dtype)
+    if bias is not None and not torch.is_autocast_enabled(
+        query.device.type):
+      bias = bias.to(dtype)
+    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+        implementation, eager_attention_forward)
+    out, _ = interface(module, query, key, values, None, dropout=dropout,
+                       scaling=1.0, position_bias=bias, is_causal=False)
+    return out, None
+
+
+class _EveryHead:
+  """A layer as the kernel sees it when its keys and values have every head.
+
+  Args:
+    layer: the attention layer.
+  """
+  num_key_value_groups = 1
+  is_causal = False
+
+  def __init__(self, layer: nn.Module):
+    self._layer = [layer]  # a list: not registered as a submodule
+
+  @property
+  def training(self) -> bool:
+    return self._layer[0].training
+
+  @property
+  def layer_idx(self) -> Optional[int]:
+    return self._layer[0].layer_idx
+
+
+def _side_by_side(parts: List[torch.Tensor], batch: int,
+                  dtype: torch.dtype) -> torch.Tensor:
+  """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
+
+  One part is expanded over the batch, not copied.
+  """
+  parts = [p.to(dtype) for p in parts]
+  if len(parts) == 1:
+    return parts[0].expand(batch, -1, -1, -1)
+  return torch.cat([p.expand(batch, -1, -1, -1) for p in parts], dim=-1)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):

@@ -1,0 +1,164 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The fused attention path equals the eager reference (issue 40).
+
+With `attn_implementation="sdpa"` each self-attention layer is one kernel
+call whose queries and keys put every function's columns side by side (V's
+queries and keys, D's [relu(W1 X + b1), 1] and [W2^T, b2], FR's R1 and R2
+rows), with R, Fix, FD, the relative bias and the masks as its bias; with
+"eager" each function's logits are materialized and added (the readable
+reference). For every variant of the table (`attentions.VARIANTS`) and the
+layout options mesh's exports use, the two give the same float32 logits
+(relative 1e-5): an encoder-decoder's padded batch, a causal LM's
+left-padded batch with per-example positions, and decoding step by step
+with the cache. One kernel call per layer is checked by recording the
+kernel's calls.
+"""
+
+import pytest
+import torch
+
+import test_torch_training as training
+from mtf_synthesizer import attentions
+
+VARIANTS = attentions.VARIANTS
+IDS = [v.label for v in VARIANTS]
+TOLERANCE = 1e-5
+# mesh's layout options (export settings), each with every variant.
+OPTIONS = {
+    "t5": {},
+    "scaled_queries_multi_query": dict(scale_queries=True,
+                                       num_memory_heads=1),
+    "bias_per_layer_no_function_bias": dict(relative_attention_type="bias",
+                                            synthesizer_use_bias=False),
+    "no_relative_bias_shared_query": dict(relative_attention_type=None,
+                                          dense_share_query_projection=True,
+                                          dense_hidden_size=8),
+}
+
+
+def _relative(actual, expected):
+  return float((actual - expected).abs().max() / expected.abs().max())
+
+
+def _both(model, run):
+  """run(model) with the eager reference, then with the fused sdpa path."""
+  out = {}
+  for implementation in ("eager", "sdpa"):
+    model.set_attn_implementation(implementation)
+    with torch.no_grad():
+      out[implementation] = run(model)
+  return out["eager"], out["sdpa"]
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_seq2seq_fused_equals_eager(variant, options):
+  model = training._perturb(training._seq2seq(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+  eager, fused = _both(model, lambda m: m(
+      input_ids=input_ids, attention_mask=mask, labels=labels).logits)
+  assert _relative(fused, eager) < TOLERANCE
+
+
+def _left_padded_batch():
+  prompts = [[0] + training._ids((n,), seed=n).tolist() for n in (9, 2, 5)]
+  width = max(len(p) for p in prompts)
+  ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+  mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p)
+                       for p in prompts])
+  return ids, mask
+
+
+def _stepped(model, ids, mask):
+  """Logits of a left-padded batch: the prompt's first half, then steps."""
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  half = ids.shape[1] // 2
+  out = model(input_ids=ids[:, :half], attention_mask=mask[:, :half],
+              position_ids=positions[:, :half], use_cache=True)
+  logits, cache = [out.logits], out.past_key_values
+  for i in range(half, ids.shape[1]):
+    out = model(input_ids=ids[:, i:i + 1], attention_mask=mask[:, :i + 1],
+                position_ids=positions[:, i:i + 1], past_key_values=cache,
+                use_cache=True)
+    logits.append(out.logits)
+    cache = out.past_key_values
+  return torch.cat(logits, dim=1)
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_causal_lm_fused_equals_eager(variant, options):
+  model = training._perturb(training._causal_lm(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  model.eval()
+  ids, mask = _left_padded_batch()
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  eager, fused = _both(model, lambda m: m(
+      input_ids=ids, attention_mask=mask, position_ids=positions,
+      use_cache=False).logits)
+  # The padding's own rows attend to nothing (every logit masked): compared
+  # at the tokens.
+  tokens = mask.bool()
+  assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
+  eager_steps, fused_steps = _both(model, lambda m: _stepped(m, ids, mask))
+  assert _relative(fused_steps[tokens], eager[tokens]) < TOLERANCE
+  assert _relative(eager_steps[tokens], eager[tokens]) < TOLERANCE
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_seq2seq_decoding_fused_equals_eager(variant):
+  model = training._perturb(training._seq2seq(variant.components,
+                                              num_layers=2))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+  decoder_ids = model._shift_right(labels)
+
+  def stepped(m):
+    memory = m.get_encoder()(input_ids=input_ids, attention_mask=mask)
+    cache, logits = None, []
+    for i in range(decoder_ids.shape[1]):
+      out = m(encoder_outputs=memory, attention_mask=mask,
+              decoder_input_ids=decoder_ids[:, i:i + 1],
+              past_key_values=cache, use_cache=True)
+      cache = out.past_key_values
+      logits.append(out.logits)
+    return torch.cat(logits, dim=1)
+
+  eager = model(input_ids=input_ids, attention_mask=mask,
+                decoder_input_ids=decoder_ids).logits.detach()
+  eager_steps, fused_steps = _both(model, stepped)
+  assert _relative(eager_steps, eager) < TOLERANCE
+  assert _relative(fused_steps, eager) < TOLERANCE
+
+
+def _kernel_widths(model, monkeypatch, **inputs):
+  """The query widths of the kernel calls of one forward pass."""
+  widths = []
+  kernel = torch.nn.functional.scaled_dot_product_attention
+
+  def recording(query, key, value, *args, **kwargs):
+    widths.append(query.shape[-1])
+    return kernel(query, key, value, *args, **kwargs)
+
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      recording)
+  with torch.no_grad():
+    model(**inputs)
+  return widths
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_one_kernel_call_per_layer(variant, monkeypatch):
+  """Each layer with columns is one sdpa call of the summed width."""
+  model = training._causal_lm(variant.components, num_layers=2)
+  model.set_attn_implementation("sdpa")
+  config = model.config
+  width = {"dot_product": config.d_kv, "dense": config.d_kv + 1,
+           "factorized_random": config.factorized_random_k}
+  expected = sum(width.get(name, 0) for name in variant.components)
+  ids = training._ids((2, 5), seed=3)
+  widths = _kernel_widths(model, monkeypatch, input_ids=ids)
+  assert widths == ([expected] * 2 if expected else [])
