@@ -176,6 +176,49 @@ class Positions:
 COLUMNS = "columns"
 BIAS = "bias"
 
+# The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
+# each class registers itself when defined; the dot product is the kernel's
+# Q K^T, with no module and no weights of its own.
+FUNCTIONS: Dict[str, Optional[type]] = {"dot_product": None}
+
+
+class MtfSynthesizerFunction(nn.Module):
+  """A synthesizing function's module: what it computes and how it starts.
+
+  A subclass declares everything the rest of the model needs: `name` (its
+  key in FUNCTIONS, mesh's name; defining the class registers it),
+  `contributes` (COLUMNS or BIAS), `needs_queries`, and
+  `initializers()` (mesh's initializer of each weight it holds itself;
+  `nn.Linear` layers carry theirs, see `_linear`). Its weights have mesh's
+  local names (`<function>/<name>`), which is how the export finds them.
+  """
+  name = ""
+  contributes = BIAS
+  needs_queries = False
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if cls.__dict__.get("name"):
+      FUNCTIONS[cls.name] = cls
+
+  def initializers(self, config: MtfSynthesizerConfig
+                   ) -> Dict[str, Tuple[str, float]]:
+    """mesh's initializer of each weight the module holds directly.
+
+    Args:
+      config: the model's configuration.
+
+    Returns:
+      Weight name -> (kind, scale): ("normal", std), ("uniform", limit)
+      or ("zeros", 0.0); `initializer_factor` multiplies the scale.
+    """
+    raise NotImplementedError
+
+
+def _glorot_limit(fan_in: int, fan_out: int) -> float:
+  """The glorot uniform limit sqrt(6 / (fan_in + fan_out))."""
+  return math.sqrt(6.0 / (fan_in + fan_out))
+
 
 def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
   """table [heads, ...] * scale [heads], in float32."""
@@ -208,15 +251,20 @@ def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   return table[:, positions.memory].transpose(0, 1)
 
 
-class MtfSynthesizerRandom(nn.Module):
+class MtfSynthesizerRandom(MtfSynthesizerFunction):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
-  needs_queries = False
+  name = "random"
   contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
     n = config.synthesizer_max_length
     self.R = nn.Parameter(torch.empty(config.num_heads, n, n))
+
+  def initializers(self, config):
+    # The original release's glorot scale on its [N, heads, N] variable.
+    n = config.synthesizer_max_length
+    return {"R": ("uniform", _glorot_limit(config.num_heads * n, n * n))}
 
   def table(self) -> torch.Tensor:
     return self.R
@@ -237,17 +285,18 @@ class MtfSynthesizerRandom(nn.Module):
 
 class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
   """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
+  name = "fixed_random"
 
   def __init__(self, config: MtfSynthesizerConfig):
-    nn.Module.__init__(self)
+    MtfSynthesizerFunction.__init__(self)
     n = config.synthesizer_max_length
     self.register_buffer("R", torch.empty(config.num_heads, n, n),
                          persistent=True)
 
 
-class MtfSynthesizerFactorizedRandom(nn.Module):
+class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
-  needs_queries = False
+  name = "factorized_random"
   contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -256,6 +305,12 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
              config.factorized_random_k)
     self.R1 = nn.Parameter(torch.empty(shape))
     self.R2 = nn.Parameter(torch.empty(shape))
+
+  def initializers(self, config):
+    limit = _glorot_limit(config.factorized_random_k * config.num_heads,
+                          config.factorized_random_k *
+                          config.synthesizer_max_length)
+    return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del hidden, queries
@@ -286,7 +341,7 @@ def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
   return torch.bmm(rows, w).view(h, b, t, -1).transpose(0, 1)
 
 
-class _DenseHidden(nn.Module):
+class _DenseHidden(MtfSynthesizerFunction):
   """relu(W1 X_i + b1) per head, the first layer of D and FD."""
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -310,12 +365,13 @@ class MtfSynthesizerDense(_DenseHidden):
   As columns: [relu(W1 X_i + b1), 1] . [W2^T, b2]_j, the key side a
   slice of the weights, the same for every example.
   """
+  name = "dense"
   contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
     self.share_query_projection = config.dense_share_query_projection
     if self.share_query_projection:
-      nn.Module.__init__(self)
+      MtfSynthesizerFunction.__init__(self)
       self.use_bias = config.synthesizer_use_bias
       hidden = config.d_kv
     else:
@@ -329,6 +385,12 @@ class MtfSynthesizerDense(_DenseHidden):
   @property
   def needs_queries(self) -> bool:
     return self.share_query_projection
+
+  def initializers(self, config):
+    out = {"w2": ("normal", self.w2.shape[1]**-0.5)}
+    if self.use_bias:
+      out["b2"] = ("zeros", 0.0)
+    return out
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     h = torch.relu(queries) if self.share_query_projection else (
@@ -363,6 +425,7 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
 
   Not a low-rank product: the fused kernel gets it as a bias.
   """
+  name = "factorized_dense"
   needs_queries = False
   contributes = BIAS
 
@@ -375,6 +438,13 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     if self.use_bias:
       self.ba = nn.Parameter(torch.empty(heads, self.a))
       self.bb = nn.Parameter(torch.empty(heads, self.b))
+
+  def initializers(self, config):
+    out = {"wa": ("normal", self.wa.shape[1]**-0.5),
+           "wb": ("normal", self.wb.shape[1]**-0.5)}
+    if self.use_bias:
+      out.update(ba=("zeros", 0.0), bb=("zeros", 0.0))
+    return out
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del queries
@@ -397,16 +467,6 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     shape = fa.shape[:3] + (columns.shape[-1],)
     return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *
             torch.gather(fb, 3, (columns // self.a).expand(shape)))
-
-
-FUNCTIONS = {
-    "random": MtfSynthesizerRandom,
-    "fixed_random": MtfSynthesizerFixedRandom,
-    "factorized_random": MtfSynthesizerFactorizedRandom,
-    "dense": MtfSynthesizerDense,
-    "factorized_dense": MtfSynthesizerFactorizedDense,
-    "dot_product": None,  # the kernel's Q K^T: no module, no weights
-}
 
 
 # ---------------------------------------------------------------------------
@@ -870,12 +930,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     normal with 1/sqrt(fan_in)); embeddings N(0, 1); the relative bias and
     R, FR uniform (glorot on the original release's shapes); D's and FD's
     tables N(0, fan_in^-1/2), their biases and the mixture logits 0; norms
-    1. `initializer_factor` multiplies each scale.
+    1 (a synthesizing function's own weights: its `initializers()`).
+    `initializer_factor` multiplies each scale.
     """
     config = self.config
     factor = config.initializer_factor
-    d, heads, dk = config.d_model, config.num_heads, config.d_kv
-    n = config.synthesizer_max_length
 
     def normal(tensor, std):
       init.normal_(tensor, 0.0, factor * std)
@@ -903,23 +962,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     elif isinstance(module, MtfSynthesizerAttention):
       if hasattr(module, "alpha_logits"):
         init.zeros_(module.alpha_logits)
-    elif isinstance(module, MtfSynthesizerRandom):
-      # The original release's glorot scale on its [N, heads, N] variable.
-      uniform(module.R, math.sqrt(6.0 / (heads * n + n * n)))
-    elif isinstance(module, MtfSynthesizerFactorizedRandom):
-      k = config.factorized_random_k
-      limit = math.sqrt(6.0 / (k * (heads + n)))
-      uniform(module.R1, limit)
-      uniform(module.R2, limit)
-    elif isinstance(module, (MtfSynthesizerDense,
-                             MtfSynthesizerFactorizedDense)):
-      for name in ("w2", "wa", "wb"):
-        if hasattr(module, name):
-          weight = getattr(module, name)
-          normal(weight, weight.shape[1]**-0.5)
-      for name in ("b2", "ba", "bb"):
-        if hasattr(module, name):
-          init.zeros_(getattr(module, name))
+    elif isinstance(module, MtfSynthesizerFunction):
+      draw = {"normal": normal, "uniform": uniform,
+              "zeros": lambda tensor, _: init.zeros_(tensor)}
+      for name, (kind, scale) in module.initializers(config).items():
+        draw[kind](getattr(module, name), scale)
 
   def mesh_optimizer(self, total_steps: Optional[int] = None,
                      **schedule) -> Tuple["MeshAdafactor",
