@@ -158,7 +158,8 @@ def test_one_kernel_call_per_layer(variant, monkeypatch):
   config = model.config
   width = {"dot_product": config.d_kv, "dense": config.d_kv + 1,
            "factorized_random": config.factorized_random_k}
-  expected = sum(width.get(name, 0) for name in variant.components)
+  columns = sum(width.get(name, 0) for name in variant.components)
   ids = training._ids((2, 5), seed=3)
   widths = _kernel_widths(model, monkeypatch, input_ids=ids)
-  assert widths == ([expected] * 2 if expected else [])
+  # Queries, keys and values have one width on CPU: the wider one's.
+  assert widths == ([max(columns, config.d_kv)] * 2 if columns else [])

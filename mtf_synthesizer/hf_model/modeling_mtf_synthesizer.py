@@ -609,6 +609,23 @@ class MtfSynthesizerAttention(nn.Module):
     b, t, _ = x.shape
     return projection(x).view(b, t, -1, self.d_kv).transpose(1, 2)
 
+  def _scaled_queries(self, x: torch.Tensor, scale) -> torch.Tensor:
+    """Queries [batch, heads, t, d_kv] times a scale per head (or one).
+
+    The scale goes on the query kernel's rows, so that no [batch, heads, t,
+    d_kv] product is kept for the backward.
+    """
+    if scale is None:
+      return self._heads(x, self.q)
+    weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
+    if torch.is_tensor(scale):
+      weight = weight * scale.to(weight.dtype)[:, None, None]
+    else:
+      weight = weight * scale
+    b, t, _ = x.shape
+    out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
+    return out.view(b, t, -1, self.d_kv).transpose(1, 2)
+
   def forward(self, hidden: torch.Tensor, bias: Optional[torch.Tensor],
               positions: Optional[Positions] = None,
               key_value_states: Optional[torch.Tensor] = None,
@@ -651,16 +668,16 @@ class MtfSynthesizerAttention(nn.Module):
         keys, values = cache.update(keys, values, self.layer_idx)
         if cross:
           past_key_values.is_updated[self.layer_idx] = True
-    queries = self._heads(hidden, self.q) if self.needs_queries else None
     implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
     if output_attentions:
       implementation = "eager"
     if implementation == "eager":
+      queries = self._heads(hidden, self.q) if self.needs_queries else None
       out, weights = self._reference(hidden, queries, keys, values, bias,
                                      positions)
     else:
-      out, weights = self._fused(hidden, queries, keys, values, bias,
-                                 positions, implementation)
+      out, weights = self._fused(hidden, keys, values, bias, positions,
+                                 implementation)
     out = self.o(out.reshape(b, t, -1))
     return out, (weights if output_attentions else None)
 
@@ -704,8 +721,7 @@ class MtfSynthesizerAttention(nn.Module):
                                    scaling=self.scaling, dropout=dropout,
                                    position_bias=bias)
 
-  def _fused(self, hidden, queries, keys, values, bias, positions,
-             implementation):
+  def _fused(self, hidden, keys, values, bias, positions, implementation):
     """One kernel call: every function's query and key columns side by side.
 
     The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
@@ -714,23 +730,23 @@ class MtfSynthesizerAttention(nn.Module):
     dimension); R, Fix and FD join the bias. The scale is 1: run-time
     query scaling (`scale_queries`) multiplies V's columns only.
 
-    Args: as `_reference`, and
+    Args: as `_reference` (without queries), and
       implementation: the attention interface's name.
 
     Returns:
       ([batch, t, heads, d_kv], None).
     """
     alpha = self.mixture_weights()
+    queries = None  # unscaled, for a function that reads them (D's option)
+    if any(f.needs_queries for f in self.synthesizers()):
+      queries = self._heads(hidden, self.q)
     query_parts, key_parts = [], []
     for i, name in enumerate(self.function_names):
       scale = None if alpha is None else alpha[i]
       if name == "dot_product":
-        query = queries
-        if scale is not None:
-          query = query * scale.to(query.dtype)[None, :, None, None]
         if self.config.scale_queries:
-          query = query * self.scaling
-        query_parts.append(query)
+          scale = self.scaling if scale is None else scale * self.scaling
+        query_parts.append(self._scaled_queries(hidden, scale))
         key_parts.append(keys)
         continue
       function = getattr(self, name)
@@ -756,6 +772,12 @@ class MtfSynthesizerAttention(nn.Module):
     dtype = values.dtype
     query = _side_by_side(query_parts, values.shape[0], dtype)
     key = _side_by_side(key_parts, values.shape[0], dtype)
+    # The fused kernels want one head width for queries, keys and values,
+    # a multiple of 8: zero columns change no logit, and the values' zero
+    # columns are cut from the output.
+    multiple = KERNEL_WIDTH_MULTIPLE if query.is_cuda else 1
+    width = -(-max(query.shape[-1], self.d_kv) // multiple) * multiple
+    query, key, values = (_pad_width(x, width) for x in (query, key, values))
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(dtype)
@@ -763,7 +785,7 @@ class MtfSynthesizerAttention(nn.Module):
         implementation, eager_attention_forward)
     out, _ = interface(module, query, key, values, None, dropout=dropout,
                        scaling=1.0, position_bias=bias, is_causal=False)
-    return out, None
+    return out[..., :self.d_kv], None
 
 
 class _EveryHead:
@@ -785,6 +807,19 @@ class _EveryHead:
   @property
   def layer_idx(self) -> Optional[int]:
     return self._layer[0].layer_idx
+
+
+# The fused kernel's head width, on CUDA, is a multiple of this (sdpa's fused
+# kernels need one width for queries, keys and values, on CPU too; CUDA's
+# want multiples of 8).
+KERNEL_WIDTH_MULTIPLE = 8
+
+
+def _pad_width(x: torch.Tensor, width: int) -> torch.Tensor:
+  """x [..., c] with zero columns up to [..., width]."""
+  if x.shape[-1] == width:
+    return x
+  return nn.functional.pad(x, (0, width - x.shape[-1]))
 
 
 def _side_by_side(parts: List[torch.Tensor], batch: int,
