@@ -728,7 +728,8 @@ class MtfSynthesizerAttention(nn.Module):
     mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
     other functions' key side (a slice of weights, without a batch
     dimension); R, Fix and FD join the bias. The scale is 1: run-time
-    query scaling (`scale_queries`) multiplies V's columns only.
+    query scaling (`scale_queries`) multiplies V's columns only. On CPU,
+    with a bias that needs a gradient, only V's columns go in (see below).
 
     Args: as `_reference` (without queries), and
       implementation: the attention interface's name.
@@ -737,24 +738,34 @@ class MtfSynthesizerAttention(nn.Module):
       ([batch, t, heads, d_kv], None).
     """
     alpha = self.mixture_weights()
+    scales = [None if alpha is None else alpha[i]
+              for i in range(len(self.function_names))]
     queries = None  # unscaled, for a function that reads them (D's option)
     if any(f.needs_queries for f in self.synthesizers()):
       queries = self._heads(hidden, self.q)
+    functions = [(name, getattr(self, name, None), scale)
+                 for name, scale in zip(self.function_names, scales)]
+    for name, function, scale in functions:
+      if function is not None and function.contributes == BIAS:
+        term = function(hidden, queries, positions, scale)
+        bias = term if bias is None else bias + term
+    # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
+    # relative bias in training): its math kernel writes the logits anyway,
+    # so there the other functions' logits join the bias as in `_reference`
+    # (columns would only be copied).
+    fusable = hidden.is_cuda or bias is None or not bias.requires_grad
     query_parts, key_parts = [], []
-    for i, name in enumerate(self.function_names):
-      scale = None if alpha is None else alpha[i]
+    for name, function, scale in functions:
       if name == "dot_product":
         if self.config.scale_queries:
           scale = self.scaling if scale is None else scale * self.scaling
         query_parts.append(self._scaled_queries(hidden, scale))
         key_parts.append(keys)
-        continue
-      function = getattr(self, name)
-      if function.contributes == COLUMNS:
+      elif function.contributes == COLUMNS and fusable:
         query, key = function.columns(hidden, queries, positions, scale)
         query_parts.append(query)
         key_parts.append(key)
-      else:
+      elif function.contributes == COLUMNS:
         term = function(hidden, queries, positions, scale)
         bias = term if bias is None else bias + term
     dropout = self.dropout if self.training else 0.0
@@ -772,12 +783,14 @@ class MtfSynthesizerAttention(nn.Module):
     dtype = values.dtype
     query = _side_by_side(query_parts, values.shape[0], dtype)
     key = _side_by_side(key_parts, values.shape[0], dtype)
-    # The fused kernels want one head width for queries, keys and values,
-    # a multiple of 8: zero columns change no logit, and the values' zero
-    # columns are cut from the output.
-    multiple = KERNEL_WIDTH_MULTIPLE if query.is_cuda else 1
-    width = -(-max(query.shape[-1], self.d_kv) // multiple) * multiple
-    query, key, values = (_pad_width(x, width) for x in (query, key, values))
+    # The fused kernels want one head width for queries, keys and values
+    # (on CUDA a multiple of 8): zero columns change no logit, and the
+    # values' zero columns are cut from the output.
+    if fusable:
+      multiple = KERNEL_WIDTH_MULTIPLE if query.is_cuda else 1
+      width = -(-max(query.shape[-1], self.d_kv) // multiple) * multiple
+      query, key, values = (_pad_width(x, width)
+                            for x in (query, key, values))
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(dtype)
