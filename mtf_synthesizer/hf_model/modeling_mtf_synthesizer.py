@@ -22,12 +22,15 @@ position i and a memory position j:
 
 and Y = softmax(S + relative position bias + masks) G(X) W_o (eq. 3).
 
-One attention path serves them all, inside transformers' attention interface
-(`config._attn_implementation`: "eager" or "sdpa"): every function but the
-dot product adds its logits to an additive bias, which joins the relative
-position bias and the masks (both computed once per stack); the dot product
-goes to the kernel, with a mixture's alpha on the queries. The tables are
-read by slicing (rows and columns of contiguous positions); only a batch
+One attention path serves them all, one call of transformers' attention
+interface per layer (`config._attn_implementation`). With "sdpa" (fused)
+each function contributes query and key columns whose product is its logits
+(V: Q and K; D: [relu(W1 X + b1), 1] and [W2^T, b2]; FR: R1's and R2's
+rows), put side by side so that the kernel's Q K^T is the mixture, or an
+additive bias (R, Fix, FD), which joins the relative position bias and the
+masks (both computed once per stack). With "eager" (the readable reference)
+every function but the dot product adds its logits to the bias. The tables
+are read by slicing (rows and columns of contiguous positions); only a batch
 with per-example positions (`position_ids`, e.g. left padding) gathers.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
