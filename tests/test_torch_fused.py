@@ -11,7 +11,8 @@ reference). For every variant of the table (`attentions.VARIANTS`) and the
 layout options mesh's exports use, the two give the same float32 logits
 (relative 1e-5): an encoder-decoder's padded batch, a causal LM's
 left-padded batch with per-example positions, and decoding step by step
-with the cache. One kernel call per layer is checked by recording the
+with the cache; a training step's loss and gradients; bf16 autocast within
+bf16's precision. One kernel call per layer is checked by recording the
 kernel's calls.
 """
 
@@ -200,3 +201,20 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
   # four columns alone are padded to d_kv.
   if width > model.config.d_kv:
     assert [w for w in widths if w != model.config.d_kv] == [width] * 4
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_bf16_autocast_fused_equals_eager(variant):
+  """Under CPU bf16 autocast: within bf16's precision (8 bits)."""
+  model = training._perturb(training._seq2seq(variant.components,
+                                              num_layers=2))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+
+  def run(m):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+      return m(input_ids=input_ids, attention_mask=mask,
+               labels=labels).logits.float()
+
+  eager, fused = _both(model, run)
+  assert _relative(fused, eager) < 3e-2
