@@ -755,8 +755,11 @@ class MtfSynthesizerAttention(nn.Module):
     # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
     # relative bias in training): its math kernel writes the logits anyway,
     # so there the other functions' logits join the bias as in `_reference`
-    # (columns would only be copied).
-    fusable = hidden.is_cuda or bias is None or not bias.requires_grad
+    # (columns would only be copied). So do they for one query (a decoding
+    # step): one row of logits costs less than copying the cached keys and
+    # values into wider columns at every step.
+    fusable = hidden.shape[1] > 1 and (
+        hidden.is_cuda or bias is None or not bias.requires_grad)
     query_parts, key_parts = [], []
     for name, function, scale in functions:
       if name == "dot_product":
