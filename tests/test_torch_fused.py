@@ -12,8 +12,9 @@ layout options mesh's exports use, the two give the same float32 logits
 (relative 1e-5): an encoder-decoder's padded batch, a causal LM's
 left-padded batch with per-example positions, and decoding step by step
 with the cache; a training step's loss and gradients; bf16 autocast within
-bf16's precision. One kernel call per layer is checked by recording the
-kernel's calls.
+bf16's precision; `torch.compile(fullgraph=True)` of a training step
+through the columns, and a compiled `generate()`. One kernel call per layer
+is checked by recording the kernel's calls.
 """
 
 import pytest
@@ -227,3 +228,35 @@ def test_bf16_autocast_fused_equals_eager(variant):
 
   eager, fused = _both(model, run)
   assert _relative(fused, eager) < 3e-2
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_compiled_fused_step_and_generate(variant):
+  """Compiled (fullgraph): a training step through the columns, generate()."""
+  torch._dynamo.reset()
+  model = training._perturb(training._seq2seq(
+      variant.components, relative_attention_type=None))
+  model.set_attn_implementation("sdpa")
+  model.train()
+  input_ids, mask, labels = training._padded_inputs()
+
+  def step(input_ids, attention_mask, labels):
+    return model(input_ids=input_ids, attention_mask=attention_mask,
+                 labels=labels).loss
+
+  results = []
+  for function in (step, torch.compile(step, backend="aot_eager",
+                                       fullgraph=True)):
+    model.zero_grad()
+    loss = function(input_ids, mask, labels)
+    loss.backward()
+    results.append((float(loss), training._gradients(model)))
+  assert abs(results[0][0] - results[1][0]) < TOLERANCE
+  training._assert_close_gradients(results[1][1], results[0][1])
+  model.eval()
+  settings = dict(attention_mask=mask, max_new_tokens=4, do_sample=False,
+                  eos_token_id=None)
+  eager = model.generate(input_ids=input_ids, **settings)
+  model.forward = torch.compile(model.forward, backend="aot_eager",
+                                dynamic=True)
+  assert torch.equal(model.generate(input_ids=input_ids, **settings), eager)
