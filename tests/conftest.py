@@ -84,7 +84,6 @@ def pytest_collection_modifyitems(items):
 
 VARIANTS = attentions.VARIANT_NAMES
 MESH_ATTENTION = attentions.MESH_SELF_ATTENTION.name  # no variant file
-T5_VANILLA = MESH_ATTENTION  # its former name here
 
 
 def covering_variants(functions: Sequence[str]) -> List[str]:

@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Name mapping from vanilla T5 (or Synthesizer) checkpoints."""
+"""Name mapping from T5 (t5_attention) or Synthesizer checkpoints."""
 
 import logging
 import os
@@ -59,9 +59,10 @@ def _save(path, values):
       return tf.train.Saver().save(sess, path)
 
 
-# A vanilla T5 checkpoint's attention layer (with an Adafactor slot) and the
-# graph of a value-only synthesizer mixture (R + kv) that starts from it.
-VANILLA = {
+# A T5 (t5_attention) checkpoint's attention layer (with an Adafactor slot)
+# and the graph of a value-only synthesizer mixture (R + kv) that starts from
+# it.
+T5_ATTENTION = {
     SELF + "q": np.full((4, 6), 1.0, np.float32),
     SELF + "v": np.full((4, 6), 2.0, np.float32),
     SELF + "v_slot_vr": np.full((4,), 3.0, np.float32),
@@ -104,8 +105,9 @@ def _map_all(graph, checkpoint, **kwargs):
 
 
 @pytest.fixture
-def vanilla_ckpt(tmp_path):
-  return _save(os.path.join(tmp_path, "vanilla", "model.ckpt"), VANILLA)
+def t5_attention_ckpt(tmp_path):
+  return _save(os.path.join(tmp_path, "t5_attention", "model.ckpt"),
+               T5_ATTENTION)
 
 
 @pytest.fixture(autouse=True)
@@ -130,8 +132,8 @@ def _plan(caplog):
   return lines[0]
 
 
-def test_vanilla_checkpoint_maps_and_reports(vanilla_ckpt, log):
-  names = _map_all(_graph(GRAPH), vanilla_ckpt)
+def test_t5_attention_checkpoint_maps_and_reports(t5_attention_ckpt, log):
+  names = _map_all(_graph(GRAPH), t5_attention_ckpt)
   assert names == {
       SYN + "q": SELF + "q",
       SYN + "kv": SELF + "v",
@@ -147,29 +149,29 @@ def test_vanilla_checkpoint_maps_and_reports(vanilla_ckpt, log):
            SYN + "random/R_slot_v"]
   assert _plan(log) == (
       "init_from_t5: restoring 6 from %s, 3 fresh: %s" % (
-          vanilla_ckpt, ", ".join(fresh)))
+          t5_attention_ckpt, ", ".join(fresh)))
   messages = [r.getMessage() for r in log.records]
   assert "init_from_t5: %skv <- %sv" % (SYN, SELF) in messages
   assert ("init_from_t5: %srandom/R is fresh (synthesizer-only, not in %s)"
-          % (SYN, vanilla_ckpt)) in messages
+          % (SYN, t5_attention_ckpt)) in messages
   # A new graph (e.g. the next estimator.train call) is resolved again.
   count = len(log.records)
-  _map_all(_graph(GRAPH), vanilla_ckpt)
+  _map_all(_graph(GRAPH), t5_attention_ckpt)
   assert len(log.records) == 2 * count
 
 
-def test_resolves_once_per_graph(vanilla_ckpt, log):
+def test_resolves_once_per_graph(t5_attention_ckpt, log):
   graph = _graph(GRAPH)
-  _map_all(graph, vanilla_ckpt)
+  _map_all(graph, t5_attention_ckpt)
   count = len(log.records)
-  _map_all(graph, vanilla_ckpt)  # mesh asks three times about each name
+  _map_all(graph, t5_attention_ckpt)  # mesh asks three times about each name
   assert len(log.records) == count
 
 
 def test_every_missing_name_is_listed(tmp_path):
   """Names the mapping expects, and other graph names, must be restored."""
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items()
+      k: v for k, v in T5_ATTENTION.items()
       if k not in (SELF + "v_slot_vr", SELF + "q", "shared/embedding")})
   with pytest.raises(ValueError) as error:
     _map_all(_graph(GRAPH), ckpt)
@@ -187,7 +189,7 @@ def test_every_missing_name_is_listed(tmp_path):
 
 def test_missing_slots_suggest_allowing_slots(tmp_path):
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items() if k != SELF + "v_slot_vr"})
+      k: v for k, v in T5_ATTENTION.items() if k != SELF + "v_slot_vr"})
   with pytest.raises(ValueError, match="--gin_param=\"%s = \\['_slot_'\\]\""
                      % checkpoints.ALLOW_FRESH):
     _map_all(_graph(GRAPH), ckpt)
@@ -196,7 +198,7 @@ def test_missing_slots_suggest_allowing_slots(tmp_path):
 def test_checkpoint_without_slots_starts_them_fresh(tmp_path, log):
   """Released checkpoints may hold no optimizer slots at all."""
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items() if "_slot_" not in k})
+      k: v for k, v in T5_ATTENTION.items() if "_slot_" not in k})
   _map_all(_graph(GRAPH), ckpt)
   assert "init_from_t5: %skv_slot_vr is fresh (%s holds no optimizer slots)" % (
       SYN, ckpt) in [r.getMessage() for r in log.records]
@@ -243,7 +245,7 @@ def test_norm_scales_restore_under_either_name(tmp_path, stored, graph):
 
 def test_allow_fresh_opts_in(tmp_path, log):
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items()
+      k: v for k, v in T5_ATTENTION.items()
       if k not in (SELF + "v_slot_vr", "shared/embedding")})
   names = _map_all(_graph(GRAPH), ckpt,
                    allow_fresh=["_slot_", "^shared/embedding$"])
@@ -257,7 +259,7 @@ def test_allow_fresh_opts_in(tmp_path, log):
 
 def test_allow_fresh_through_gin(tmp_path):
   ckpt = _save(os.path.join(tmp_path, "model.ckpt"), {
-      k: v for k, v in VANILLA.items() if "_slot_" not in k})
+      k: v for k, v in T5_ATTENTION.items() if "_slot_" not in k})
   with gin.unlock_config():
     gin.bind_parameter(checkpoints.ALLOW_FRESH, ["_slot_"])
   try:
@@ -278,10 +280,11 @@ def test_synthesizer_checkpoint_restores_under_own_names(tmp_path, log):
   assert _plan(log) == "init_from_t5: restoring 9 from %s, 0 fresh" % ckpt
 
 
-def test_init_variable_filter_and_should_load_variable(vanilla_ckpt):
+def test_init_variable_filter_and_should_load_variable(t5_attention_ckpt):
   resolution = checkpoints.resolve(
-      GRAPH, tf.train.load_checkpoint(vanilla_ckpt).get_variable_to_shape_map(),
-      vanilla_ckpt, restorable=[SELF + "q", SELF + "o", "global_step"],
+      GRAPH,
+      tf.train.load_checkpoint(t5_attention_ckpt).get_variable_to_shape_map(),
+      t5_attention_ckpt, restorable=[SELF + "q", SELF + "o", "global_step"],
       not_asked=["global_step"])
   assert sorted(resolution.restored) == [SYN + "o", SYN + "q"]
   assert resolution.fresh[SYN + "kv"] == (
@@ -304,12 +307,13 @@ def test_shape_mismatch_is_a_clear_error(tmp_path):
           ENC + "SynthesizerAttention/random/R", checkpoint=ckpt)
 
 
-def test_name_outside_the_graph_is_resolved_alone(vanilla_ckpt):
+def test_name_outside_the_graph_is_resolved_alone(t5_attention_ckpt):
   with tf.Graph().as_default():
     assert checkpoints.vanilla_to_synthesizer(
-        SYN + "q", checkpoint=vanilla_ckpt) == SELF + "q"
+        SYN + "q", checkpoint=t5_attention_ckpt) == SELF + "q"
     with pytest.raises(ValueError, match=SYN + "k "):
-      checkpoints.vanilla_to_synthesizer(SYN + "k", checkpoint=vanilla_ckpt)
+      checkpoints.vanilla_to_synthesizer(SYN + "k",
+                                         checkpoint=t5_attention_ckpt)
 
 
 def test_without_a_checkpoint_is_an_error():
@@ -346,9 +350,9 @@ def _restore_as_mesh(graph, checkpoint):
 
 
 def _stored(path, dtype):
-  """VANILLA's values stored in `dtype` (global_step as int64)."""
+  """T5_ATTENTION's values stored in `dtype` (global_step as int64)."""
   values = {n: (v if n == "global_step" else v.astype(dtype))
-            for n, v in VANILLA.items()}
+            for n, v in T5_ATTENTION.items()}
   tf.io.gfile.makedirs(os.path.dirname(path))
   with tf.Graph().as_default(), tf.Session() as sess:
     sess.run(tf.raw_ops.SaveV2(
@@ -375,9 +379,10 @@ def test_restores_across_dtypes_then_prints_the_summary(
     value = values[SYN + graph_name]
     assert value.dtype == graph_dtype.as_numpy_dtype, graph_name
     np.testing.assert_array_equal(value.astype(np.float32),
-                                  VANILLA[SELF + source], err_msg=graph_name)
+                                  T5_ATTENTION[SELF + source],
+                                  err_msg=graph_name)
   np.testing.assert_array_equal(values["shared/embedding"].astype(np.float32),
-                                VANILLA["shared/embedding"])
+                                T5_ATTENTION["shared/embedding"])
   assert values["global_step"] == 7
   # Mesh's restore call went through the stand-in, which is gone after it.
   assert tf.train.init_from_checkpoint is checkpoint_utils.init_from_checkpoint

@@ -1,7 +1,8 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Finetuning through the stock CLI and t5's MtfModel: from vanilla T5, and
-a synthesizer from its own checkpoint, with synthesizer/init_from_t5.gin."""
+"""Finetuning through the stock CLI and t5's MtfModel: from T5
+(t5_attention), and a synthesizer from its own checkpoint, with
+synthesizer/init_from_t5.gin."""
 
 import os
 import re
@@ -75,7 +76,8 @@ def _assert_restored_everything(proc, init, model_dir):
     np.testing.assert_array_equal(value, source[name], err_msg=name)
 
 
-def test_random_vanilla_starts_from_vanilla_checkpoint(pretrained, tmp_path):
+def test_random_vanilla_starts_from_t5_attention_checkpoint(pretrained,
+                                                            tmp_path):
   model_dir = str(tmp_path / "rv")
   init = os.path.join(pretrained["t5"], "model.ckpt-%d" % STEPS)
   proc = runner.run(commands.local_train(

@@ -60,7 +60,7 @@ def test_variant_swaps_every_stack_and_inherits_self_attention_bindings():
   assert isinstance(stacks["decoder"][1], transformer_layers.EncDecAttention)
 
 
-@pytest.mark.parametrize("keep,vanilla_stack,synth_stacks", [
+@pytest.mark.parametrize("keep,t5_attention_stack,synth_stacks", [
     ("synthesizer/keep_decoder_self_attention.gin", "decoder",
      ("encoder", "lm")),
     ("synthesizer/keep_encoder_self_attention.gin", "encoder",
@@ -69,9 +69,9 @@ def test_variant_swaps_every_stack_and_inherits_self_attention_bindings():
     ("synthesizer/keep_decoder_vanilla.gin", "decoder", ("encoder", "lm")),
     ("synthesizer/keep_encoder_vanilla.gin", "encoder", ("decoder", "lm")),
 ])
-def test_encoder_or_decoder_only(keep, vanilla_stack, synth_stacks):
+def test_encoder_or_decoder_only(keep, t5_attention_stack, synth_stacks):
   stacks = _stacks("synthesizer/dense.gin", keep)
-  assert type(stacks[vanilla_stack][0]) is transformer_layers.SelfAttention
+  assert type(stacks[t5_attention_stack][0]) is transformer_layers.SelfAttention
   for name in synth_stacks:
     assert type(stacks[name][0]) is ms.SynthesizerAttention, name
 

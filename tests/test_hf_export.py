@@ -43,7 +43,7 @@ from mtf_synthesizer.jobs import runner
 # Runs the stock CLI: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
 
-VARIANTS = conftest.VARIANTS + (conftest.T5_VANILLA,)
+VARIANTS = conftest.VARIANTS + (conftest.MESH_ATTENTION,)
 # Decoder-only language models: a sample of the table (each is two more
 # stock-CLI runs): a position table that decoding reads row by row (R) and a
 # mixture of a function of the input with the dot product (D+V).
@@ -81,7 +81,7 @@ LAYOUTS = {
                     ["SelfAttention.num_memory_heads = 1"], "bitransformer"),
     "one_head": ("models/t5.1.1.tiny.gin", "random_dense", ["num_heads = 1"],
                  "bitransformer"),
-    "scaled_queries": ("models/t5.1.1.tiny.gin", conftest.T5_VANILLA,
+    "scaled_queries": ("models/t5.1.1.tiny.gin", conftest.MESH_ATTENTION,
                        ["SelfAttention.fold_scaling_into_initializer = "
                         "False"], "bitransformer"),
     "lm_positions": ("models/t5.1.1.tiny.gin", "factorized_dense",

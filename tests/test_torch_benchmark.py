@@ -3,18 +3,22 @@
 """Smoke test of tools/benchmark_torch.py at tiny dims, on the CPU.
 
 Checks the report's structure (every requested model, T5 and V always, the
-device line, the table's columns), that the figures are positive, that the
+device line, the table's columns), that the figures are positive, the saved
+activations' count (each storage once, weights left out), that the
 workbench module runs without TensorFlow or the package, and the CLI. It
 makes no claim about speed.
 """
 
+import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
+import types
 
 import pytest
+import torch
 
 import conftest
 from workbench import torch_benchmark
@@ -31,7 +35,7 @@ TINY_FLAGS = ["--device", "cpu", "--d_model", "32", "--num_heads", "2",
               "2", "--input_length", "16", "--target_length", "8",
               "--new_tokens", "4", "--steps", "1", "--warmup", "1",
               "--rounds", "1", "--generate_repeats", "1"]
-COLUMNS = 12
+COLUMNS = 14
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,7 @@ def test_report_has_every_requested_model_and_positive_figures(report):
     assert r["train_steps_per_s_vs_v"] > 0, r["label"]
     assert r["generate_tokens_per_s_vs_v"] > 0, r["label"]
     assert r["peak_bytes"] is None  # no CPU allocator statistics
+    assert r["saved_bytes"] > 0 and r["saved_bytes_vs_v"] > 0, r["label"]
   by_label = {r["label"]: r for r in results}
   assert by_label["T5"]["train_steps_per_s_vs_t5"] == 1.0
   assert by_label["V"]["train_steps_per_s_vs_v"] == 1.0
@@ -87,6 +92,7 @@ def test_markdown_names_the_device_and_has_a_row_per_model(report):
     steps, tokens = float(cells[3]), float(cells[6])
     assert steps > 0 and tokens > 0, row
     assert cells[9] == "n/a", row  # peak memory on CPU
+    assert float(cells[11]) > 0 and cells[12].endswith("x"), row
 
 
 def test_unknown_model_is_refused():
@@ -113,6 +119,43 @@ def test_cli_help():
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "--attn_implementation" in proc.stdout
   assert "--compile" in proc.stdout and "--preset" in proc.stdout
+  assert "--no_relative_bias" in proc.stdout
+
+
+def test_saved_activations_count_each_storage_once():
+  """A forward that saves one [4, 8] float32 tensor (twice, and a view)."""
+  weight = torch.nn.Parameter(torch.ones(8, 8))
+
+  class Toy(torch.nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      self.weight = weight
+
+    def forward(self, x, use_cache):
+      del use_cache
+      h = x.exp()  # saves its output h (128 bytes)
+      y = h * h[:, :8]  # saves h twice (one of them a view)
+      loss = (y @ self.weight).sum()  # saves y and the weight
+      return types.SimpleNamespace(loss=loss)
+
+  x = torch.zeros(4, 8, requires_grad=True)
+  saved = torch_benchmark.saved_activation_bytes(Toy(), {"x": x},
+                                                 torch.device("cpu"))
+  assert saved == 2 * 4 * 8 * 4  # h and y, each once; no weight
+
+
+def test_saved_activations_without_relative_bias(report):
+  """The Synthesizer's stacks without T5's relative bias save less."""
+  settings = dataclasses.replace(SETTINGS, relative_bias=False,
+                                 dropout_rate=0.0, generate_repeats=0,
+                                 steps=1, rounds=1, warmup=0)
+  without = torch_benchmark.run(TINY, settings, models=["R"])
+  assert without["settings"]["relative_bias"] is False
+  by_label = {r["label"]: r for r in without["results"]}
+  with_bias = {r["label"]: r for r in report["results"]}
+  assert by_label["V"]["saved_bytes"] < with_bias["V"]["saved_bytes"]
+  assert "without relative bias" in torch_benchmark.markdown(without)
 
 
 def test_cli_writes_its_table_and_json(tmp_path, capsys):

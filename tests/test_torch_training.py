@@ -7,7 +7,10 @@ of the paper's table (`attentions.VARIANTS`, each row's components in both
 stacks):
 
   * `from_config` gives mesh's initializers (no weight left at zero but
-    those mesh starts at zero) and learns a toy task in 100 Adafactor steps;
+    those mesh starts at zero; every weight drawn, finite, seed-dependent
+    unless constant by design; every function module declares the
+    initializers of its weights) and learns a toy task in 100 Adafactor
+    steps;
   * a causal LM's left-padded batch generates what each prompt generates
     alone (`attention_mask`, with the cache);
   * `output_attentions` returns the weights each layer used and
@@ -141,6 +144,71 @@ def _assert_close_gradients(actual, expected, tolerance=TOLERANCE):
 
 # ---------------------------------------------------------------------------
 # from_config: mesh's initializers, and it learns.
+
+
+# Constant by design: mesh starts them at zero (above) or the norms at one.
+CONSTANT = ZERO_INITIALIZED + ("layer_norm.weight",)
+
+
+@contextlib.contextmanager
+def _empty_is_nan():
+  """torch.empty fills floating tensors with NaN: an undrawn weight shows."""
+  empty = torch.empty
+
+  def nan_empty(*args, **kwargs):
+    tensor = empty(*args, **kwargs)
+    if tensor.is_floating_point() and tensor.device.type != "meta":
+      tensor.fill_(float("nan"))
+    return tensor
+
+  torch.empty = nan_empty
+  try:
+    yield
+  finally:
+    torch.empty = empty
+
+
+def _weights(model):
+  return dict(list(model.named_parameters()) + list(model.named_buffers()))
+
+
+@pytest.mark.parametrize("causal_lm", [False, True])
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_from_config_draws_every_weight(variant, causal_lm):
+  """Finite, and two seeds draw differently unless constant by design."""
+  build = _causal_lm if causal_lm else _seq2seq
+  with _empty_is_nan():
+    first = _weights(build(variant.components, seed=0))
+    second = _weights(build(variant.components, seed=1))
+  assert sorted(first) == sorted(second)
+  for name, tensor in first.items():
+    if not tensor.is_floating_point():
+      continue
+    assert bool(torch.isfinite(tensor).all()), name
+    if name.endswith(CONSTANT):
+      assert bool((tensor == second[name]).all()), name
+    else:
+      assert not bool((tensor == second[name]).all()), name
+
+
+def test_every_function_declares_its_initializers():
+  """A function module's own weights all have an initializer."""
+  modeling = model_code.load()
+  config = _config(("dot_product",))
+  for name, function in modeling.FUNCTIONS.items():
+    if function is None:
+      continue
+    for settings in (dict(synthesizer_use_bias=True),
+                     dict(synthesizer_use_bias=False,
+                          dense_share_query_projection=True)):
+      for field, value in settings.items():
+        setattr(config, field, value)
+      module = function(config)
+      own = {n for n, _ in module.named_parameters(recurse=False)} | {
+          n for n, _ in module.named_buffers(recurse=False)}
+      assert own == set(module.initializers(config)), name
+      assert function.contributes in (modeling.COLUMNS, modeling.BIAS)
+      assert function.name == name
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

@@ -5,13 +5,17 @@ r"""The PyTorch Synthesizer against transformers' T5: speed and memory.
 Every variant of the attention table and transformers'
 `T5ForConditionalGeneration`, at the same dims and attention
 implementation, side by side in one process: training steps/s, greedy
-`generate()` new tokens/s and peak memory, with ratios to T5 and to V. On
+`generate()` new tokens/s, peak memory (CUDA) and the bytes a training
+forward saves for backward (any device), with ratios to T5 and to V. On
 CUDA when present (T5-base dims), else on the CPU at small dims. Needs torch
 and transformers only (no TensorFlow). See `workbench/torch_benchmark.py`
 and docs/pytorch_benchmark.md.
 
   .venv/bin/python tools/benchmark_torch.py --output_dir runs/torch_bench
   .venv/bin/python tools/benchmark_torch.py --preset gpu-long --variants R,D+V
+  .venv/bin/python tools/benchmark_torch.py --preset cpu-memory \
+      --dropout_rate 0 --no_relative_bias --steps 1 --rounds 1 \
+      --generate_repeats 0
 """
 
 import argparse
@@ -62,6 +66,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="timed generate() calls per model (0: none)")
   parser.add_argument("--threads", type=int, default=None,
                       help="torch's intra-op threads (default: torch's)")
+  parser.add_argument("--dropout_rate", type=float, default=0.1,
+                      help="every model's dropout (0: CPU sdpa's fused "
+                      "kernel, which has no dropout)")
+  parser.add_argument("--no_relative_bias", action="store_true",
+                      help="the Synthesizer's stacks without T5's relative "
+                      "bias (transformers' T5 keeps its own)")
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--output_dir", default=None,
@@ -84,7 +94,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       generate_repeats=(repeats if args.generate_repeats is None
                         else args.generate_repeats),
       compile=args.compile, learning_rate=args.learning_rate,
-      seed=args.seed, device=str(device), threads=args.threads)
+      seed=args.seed, device=str(device), threads=args.threads,
+      dropout_rate=args.dropout_rate,
+      relative_bias=not args.no_relative_bias)
   models = None
   if args.variants:
     models = [v.strip() for v in args.variants.split(",") if v.strip()]

@@ -17,7 +17,11 @@ and attention implementation, side by side in one process. For each model:
     with only that model (its weights, gradients and optimizer state) on the
     device; on CPU torch keeps no allocator statistics, so none is given
     ("n/a"); the state (weights, buffers, optimizer moments) is given on
-    every device.
+    every device;
+  * saved activations, on every device: the bytes one training forward
+    saves for its backward (`saved_activation_bytes`: the tensors autograd
+    packs, counted once per storage, the model's own weights left out), the
+    memory effect of an attention path without a GPU.
 
 The models take turns in rounds (each round: every model's timed training
 steps, then its timed `generate()` calls), so a change of the machine's load
@@ -36,6 +40,7 @@ import datetime
 import importlib
 import importlib.util
 import inspect
+import itertools
 import os
 import platform
 import statistics
@@ -108,8 +113,9 @@ class Dims:
              self.new_tokens, self.max_length))
 
 
-# Presets: "cpu" (small dims), "gpu" (T5-base dims, 32 x 512 -> 128) and
-# "gpu-long" (8 x 2048 inputs, 6+6 blocks).
+# Presets: "cpu" (small dims), "gpu" (T5-base dims, 32 x 512 -> 128),
+# "gpu-long" (8 x 2048 inputs, 6+6 blocks) and "cpu-memory" (2 x 512 -> 64
+# at the cpu preset's widths, for the saved activations).
 PRESETS = {
     "cpu": Dims(d_model=128, num_heads=4, d_kv=32, d_ff=512, num_layers=2,
                 num_decoder_layers=2, vocab_size=512, batch=8,
@@ -121,6 +127,11 @@ PRESETS = {
                      num_layers=6, num_decoder_layers=6, vocab_size=32128,
                      batch=8, input_length=2048, target_length=128,
                      new_tokens=64),
+    # Saved activations at a length where [batch, heads, t, s] dominates.
+    "cpu-memory": Dims(d_model=128, num_heads=4, d_kv=32, d_ff=512,
+                       num_layers=2, num_decoder_layers=2, vocab_size=512,
+                       batch=2, input_length=512, target_length=64,
+                       new_tokens=16),
 }
 
 
@@ -142,6 +153,10 @@ class Settings:
     seed: of the weights (per model) and of the batch (one for all).
     device: "cuda", "cpu", or None: CUDA when present.
     threads: torch's intra-op threads, or None: torch's default.
+    dropout_rate: every model's dropout (0: CPU sdpa runs its fused kernel,
+      which has no dropout).
+    relative_bias: the Synthesizer's stacks have T5's relative position
+      bias (transformers' T5 always has it).
   """
   attn_implementation: str = "sdpa"
   steps: int = 10
@@ -153,6 +168,8 @@ class Settings:
   seed: int = 0
   device: Optional[str] = None
   threads: Optional[int] = None
+  dropout_rate: float = 0.1
+  relative_bias: bool = True
 
 
 def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):
@@ -228,7 +245,8 @@ def device_name(device: torch.device) -> str:
 
 
 def build_model(label: str, dims: Dims, attn_implementation: str,
-                seed: int = 0) -> torch.nn.Module:
+                seed: int = 0, dropout_rate: float = 0.1,
+                relative_bias: bool = True) -> torch.nn.Module:
   """One model of the benchmark, on the CPU, in training mode.
 
   Args:
@@ -236,11 +254,13 @@ def build_model(label: str, dims: Dims, attn_implementation: str,
     dims: the sizes.
     attn_implementation: "sdpa" or "eager".
     seed: of the initializer.
+    dropout_rate: the dropout.
+    relative_bias: a Synthesizer's relative bias (T5 always has one).
 
   Returns:
     `T5ForConditionalGeneration` or `MtfSynthesizerForConditionalGeneration`
     with the same dims (tied embedding and output layer as T5-base, relu
-    feed-forward, relative bias shared per stack, dropout 0.1).
+    feed-forward, relative bias shared per stack unless left out).
   """
   # pylint: disable=protected-access
   torch.manual_seed(seed)
@@ -248,7 +268,7 @@ def build_model(label: str, dims: Dims, attn_implementation: str,
                 d_kv=dims.d_kv, d_ff=dims.d_ff, num_layers=dims.num_layers,
                 num_decoder_layers=dims.num_decoder_layers,
                 num_heads=dims.num_heads, feed_forward_proj="relu",
-                dropout_rate=0.1, tie_word_embeddings=True,
+                dropout_rate=dropout_rate, tie_word_embeddings=True,
                 pad_token_id=0, eos_token_id=1, decoder_start_token_id=0)
   if label == T5:
     config = transformers.T5Config(**common)
@@ -267,6 +287,8 @@ def build_model(label: str, dims: Dims, attn_implementation: str,
                inspect.signature(config_class.__init__).parameters
                else "max_length")
     common[n_field] = dims.max_length
+    if not relative_bias:
+      common["relative_attention_type"] = None
     config = config_class(encoder_synthesizers=components,
                           decoder_synthesizers=components, **common)
     model = modeling.MtfSynthesizerForConditionalGeneration._from_config(
@@ -308,6 +330,40 @@ def _state_bytes(model: torch.nn.Module,
   return total
 
 
+def saved_activation_bytes(model: torch.nn.Module,
+                           batch: Dict[str, torch.Tensor],
+                           device: torch.device) -> int:
+  """Bytes one training forward saves for its backward.
+
+  Every tensor autograd saves passes `torch.autograd.graph.saved_tensors_hooks`'
+  pack hook; each storage counts once (views and tensors saved twice share
+  one), the model's parameters and buffers not at all. Runs anywhere.
+
+  Args:
+    model: in training mode.
+    batch: the training batch (with labels).
+    device: where it runs (bf16 autocast on CUDA, as the timed steps).
+
+  Returns:
+    The bytes.
+  """
+  weights = {t.untyped_storage().data_ptr()
+             for t in itertools.chain(model.parameters(), model.buffers())}
+  storages = {}
+
+  def pack(tensor):
+    storage = tensor.untyped_storage()
+    if storage.data_ptr() not in weights:
+      storages[storage.data_ptr()] = storage.nbytes()
+    return tensor  # kept alive until the graph goes: no address is reused
+
+  with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with _autocast(device):
+      loss = model(**batch, use_cache=False).loss
+  del loss
+  return sum(storages.values())
+
+
 def _sync(device: torch.device) -> None:
   if device.type == "cuda":
     torch.cuda.synchronize(device)
@@ -331,6 +387,7 @@ class _Entry:
   generate_s: List[float] = dataclasses.field(default_factory=list)
   generated: int = 0
   peak_bytes: Optional[int] = None
+  saved_bytes: Optional[int] = None
   losses: List[float] = dataclasses.field(default_factory=list)
 
 
@@ -403,8 +460,8 @@ def run(dims: Dims, settings: Settings,
     A JSON-serializable dict: "device", "torch", "transformers", "date",
     "commit" (of the checkout), "dims", "settings", "command", and "results", one dict per model in
     order: label, components, params, step_s, train_steps_per_s,
-    generate_tokens_per_s, peak_bytes (None on CPU), state_bytes, loss
-    (first and last), and the ratios *_vs_t5 and *_vs_v.
+    generate_tokens_per_s, peak_bytes (None on CPU), saved_bytes,
+    state_bytes, loss (first and last), and the ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
     raise ValueError("attn_implementation must be one of %s, got %r" % (
@@ -445,7 +502,8 @@ def run(dims: Dims, settings: Settings,
   for label in labels:
     say("building %s" % label)
     model = build_model(label, dims, settings.attn_implementation,
-                        settings.seed)
+                        settings.seed, settings.dropout_rate,
+                        settings.relative_bias)
     if not offload:
       model.to(device)
     optimizer = _optimizer(model, settings.learning_rate)
@@ -462,6 +520,9 @@ def run(dims: Dims, settings: Settings,
         base = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
         _move(entry.model, entry.optimizer, device)
+      if r == 0:
+        entry.saved_bytes = saved_activation_bytes(entry.model, batch,
+                                                   device)
       # Untimed: the warmup before the first round; after a move, one step.
       warm = settings.warmup if r == 0 else int(offload)
       for _ in range(warm):
@@ -502,13 +563,15 @@ def run(dims: Dims, settings: Settings,
         "generate_s_all": entry.generate_s,
         "generate_tokens_per_s": tokens_per_s,
         "peak_bytes": entry.peak_bytes,
+        "saved_bytes": entry.saved_bytes,
         "state_bytes": _state_bytes(entry.model, entry.optimizer),
         "loss_first": entry.losses[0],
         "loss_last": entry.losses[-1],
     })
   by_label = {r["label"]: r for r in results}
   for result in results:
-    for key in ("train_steps_per_s", "generate_tokens_per_s", "peak_bytes"):
+    for key in ("train_steps_per_s", "generate_tokens_per_s", "peak_bytes",
+                "saved_bytes"):
       for ref in (T5, V):
         result["%s_vs_%s" % (key, ref.lower())] = _ratio(
             result[key], by_label[ref][key])
@@ -555,12 +618,18 @@ def markdown(report: Dict[str, Any]) -> str:
       "- dims: %s" % report["dims_text"],
       "- attention implementation: %s; %s; training steps: %d timed per "
       "model after %d warmup, in %d rounds; generate(): %d timed calls per "
-      "model%s" % (
+      "model%s%s" % (
           settings["attn_implementation"],
           "bf16 autocast" if report["device_type"] == "cuda" else "float32",
           settings["steps"], settings["warmup"], report["rounds"],
           settings["generate_repeats"],
-          "; torch.compile (training step)" if settings["compile"] else ""),
+          "; torch.compile (training step)" if settings["compile"] else "",
+          "; dropout %g%s" % (
+              settings.get("dropout_rate", 0.1),
+              "" if settings.get("relative_bias", True) else
+              "; the Synthesizer without relative bias")),
+      "- saved activations: bytes one training forward saves for backward "
+      "(unique storages, weights excluded)",
   ]
   if report.get("command"):
     lines.append("- command: `%s`" % report["command"])
@@ -570,14 +639,16 @@ def markdown(report: Dict[str, Any]) -> str:
   lines += [
       "",
       "| model | functions | params (M) | train steps/s | vs T5 | vs V | "
-      "generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | state MiB |",
+      "generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | saved MiB | "
+      "vs V | state MiB |",
       "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: | ---: |",
+      "| ---: | ---: | ---: | ---: |",
   ]
   for r in report["results"]:
     peak = r["peak_bytes"]
+    saved = r.get("saved_bytes")
     lines.append("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s "
-                 "| %.1f |" % (
+                 "| %s | %s | %.1f |" % (
                      r["label"], "+".join(r["components"]) or "(T5)",
                      r["params"] / 1e6, _number(r["train_steps_per_s"]),
                      _times(r["train_steps_per_s_vs_t5"]),
@@ -587,5 +658,7 @@ def markdown(report: Dict[str, Any]) -> str:
                      _times(r["generate_tokens_per_s_vs_v"]),
                      "n/a" if peak is None else "%.0f" % (peak / MIB),
                      _times(r["peak_bytes_vs_t5"]),
+                     "n/a" if saved is None else "%.1f" % (saved / MIB),
+                     _times(r.get("saved_bytes_vs_v")),
                      r["state_bytes"] / MIB))
   return "\n".join(lines) + "\n"

@@ -32,14 +32,41 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from mtf_synthesizer import attentions
 from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.core import reference
 
 _ATTENTIONS = {"SelfAttention": "SelfAttention",
                "SynthesizerAttention": "SelfAttention",
                "EncDecAttention": "EncDecAttention"}
-# Per-head tables and the rank they have with their heads axis (axis 0).
-_PER_HEAD = {"R": 3, "R1": 3, "R2": 3, "w2": 3, "b2": 2, "wa": 3, "ba": 2,
-             "wb": 3, "bb": 2}
+# D's and FD's first layer: an nn.Linear in PyTorch, not a per-head table.
+_FIRST_LAYER = ("w1", "b1")
+
+
+def per_head_tables() -> Dict[str, int]:
+  """Each function's per-head tables and their rank with the heads axis.
+
+  Read from Table 1's variables (`reference.variable_shapes`) of every
+  function of the attention table, so a new function's tables are named
+  with no edit here: `<function>/<leaf>` is `SelfAttention.<function>.<leaf>`.
+
+  Returns:
+    Leaf name -> rank (the heads axis is axis 0).
+  """
+  functions = sorted({f for a in attentions.VARIANTS for f in a.components})
+  ranks = {}
+  for function in functions:
+    shapes = reference.variable_shapes(function, d_model=2, num_heads=3,
+                                       d_kv=4, max_length=6, k=2,
+                                       factors=(2, 3))
+    for variable, shape in shapes.items():
+      scope, _, leaf = variable.rpartition("/")
+      if scope == function and leaf not in _FIRST_LAYER:
+        ranks[leaf] = len(shape)
+  return ranks
+
+
+_PER_HEAD = per_head_tables()
 
 
 class UnknownVariable(ValueError):

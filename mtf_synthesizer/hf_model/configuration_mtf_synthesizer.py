@@ -18,11 +18,21 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from transformers import PretrainedConfig
 
-# The synthesizing functions, by the names of the mesh package
-# (`mtf_synthesizer.synthesizers.BY_NAME`).
-FUNCTION_NAMES = ("dot_product", "random", "fixed_random",
-                  "factorized_random", "dense", "factorized_dense")
 RELATIVE_ATTENTION_TYPES = (None, "bias", "bias_shared")
+
+
+def function_names() -> Tuple[str, ...]:
+  """The synthesizing functions the model code implements.
+
+  The names of the mesh package (`mtf_synthesizer.synthesizers.BY_NAME`),
+  as the modeling module registers its function classes (`FUNCTIONS`).
+
+  Returns:
+    The names.
+  """
+  # pylint: disable-next=import-outside-toplevel,relative-beyond-top-level
+  from .modeling_mtf_synthesizer import FUNCTIONS
+  return tuple(FUNCTIONS)
 
 
 def _functions(value: Sequence[str], field: str) -> Tuple[str, ...]:
@@ -30,11 +40,12 @@ def _functions(value: Sequence[str], field: str) -> Tuple[str, ...]:
   if isinstance(value, str):
     value = value.split("+")
   value = tuple(value)
-  unknown = [name for name in value if name not in FUNCTION_NAMES]
+  known = function_names()
+  unknown = [name for name in value if name not in known]
   if not value or unknown or len(set(value)) != len(value):
     raise ValueError(
         "%s must name distinct synthesizing functions of %s, got %r" %
-        (field, list(FUNCTION_NAMES), value))
+        (field, list(known), value))
   return value
 
 

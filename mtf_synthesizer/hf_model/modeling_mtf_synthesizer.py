@@ -22,12 +22,15 @@ position i and a memory position j:
 
 and Y = softmax(S + relative position bias + masks) G(X) W_o (eq. 3).
 
-One attention path serves them all, inside transformers' attention interface
-(`config._attn_implementation`: "eager" or "sdpa"): every function but the
-dot product adds its logits to an additive bias, which joins the relative
-position bias and the masks (both computed once per stack); the dot product
-goes to the kernel, with a mixture's alpha on the queries. The tables are
-read by slicing (rows and columns of contiguous positions); only a batch
+One attention path serves them all, one call of transformers' attention
+interface per layer (`config._attn_implementation`). With "sdpa" (fused)
+each function contributes query and key columns whose product is its logits
+(V: Q and K; D: [relu(W1 X + b1), 1] and [W2^T, b2]; FR: R1's and R2's
+rows), put side by side so that the kernel's Q K^T is the mixture, or an
+additive bias (R, Fix, FD), which joins the relative position bias and the
+masks (both computed once per stack). With "eager" (the readable reference)
+every function but the dot product adds its logits to the bias. The tables
+are read by slicing (rows and columns of contiguous positions); only a batch
 with per-example positions (`position_ids`, e.g. left padding) gathers.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
@@ -169,7 +172,59 @@ class Positions:
 # ---------------------------------------------------------------------------
 # Synthesizing functions. Each but the dot product returns its logits
 # [batch or 1, heads, length, memory_length] in float32, times `scale` (a
-# mixture weight per head) applied to its cheapest factor.
+# mixture weight per head) applied to its cheapest factor: the readable
+# reference that the eager kernel adds to its bias. Each also says what it
+# gives the fused kernel (`contributes`): COLUMNS, a query side
+# [1 or batch, heads, length, c] and a key side [1 or batch, heads,
+# memory_length, c] whose product is its logits (`columns()`), or BIAS, its
+# logits as an additive bias (`forward()`).
+
+# What a function contributes to the fused kernel.
+COLUMNS = "columns"
+BIAS = "bias"
+
+# The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
+# each class registers itself when defined; the dot product is the kernel's
+# Q K^T, with no module and no weights of its own.
+FUNCTIONS: Dict[str, Optional[type]] = {"dot_product": None}
+
+
+class MtfSynthesizerFunction(nn.Module):
+  """A synthesizing function's module: what it computes and how it starts.
+
+  A subclass declares everything the rest of the model needs: `name` (its
+  key in FUNCTIONS, mesh's name; defining the class registers it),
+  `contributes` (COLUMNS or BIAS), `needs_queries`, and
+  `initializers()` (mesh's initializer of each weight it holds itself;
+  `nn.Linear` layers carry theirs, see `_linear`). Its weights have mesh's
+  local names (`<function>/<name>`), which is how the export finds them.
+  """
+  name = ""
+  contributes = BIAS
+  needs_queries = False
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if cls.__dict__.get("name"):
+      FUNCTIONS[cls.name] = cls
+
+  def initializers(self, config: MtfSynthesizerConfig
+                   ) -> Dict[str, Tuple[str, float]]:
+    """mesh's initializer of each weight the module holds directly.
+
+    Args:
+      config: the model's configuration.
+
+    Returns:
+      Weight name -> (kind, scale): ("normal", std), ("uniform", limit)
+      or ("zeros", 0.0); `initializer_factor` multiplies the scale.
+    """
+    raise NotImplementedError
+
+
+def _glorot_limit(fan_in: int, fan_out: int) -> float:
+  """The glorot uniform limit sqrt(6 / (fan_in + fan_out))."""
+  return math.sqrt(6.0 / (fan_in + fan_out))
 
 
 def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
@@ -196,14 +251,27 @@ def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   return gathered.movedim(-2, 0)
 
 
-class MtfSynthesizerRandom(nn.Module):
+def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, N, c] -> the memory rows: [1 or batch, heads, s, c]."""
+  if positions.memory is None:
+    return table[:, :positions.memory_length][None]
+  return table[:, positions.memory].transpose(0, 1)
+
+
+class MtfSynthesizerRandom(MtfSynthesizerFunction):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
-  needs_queries = False
+  name = "random"
+  contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
     n = config.synthesizer_max_length
     self.R = nn.Parameter(torch.empty(config.num_heads, n, n))
+
+  def initializers(self, config):
+    # The original release's glorot scale on its [N, heads, N] variable.
+    n = config.synthesizer_max_length
+    return {"R": ("uniform", _glorot_limit(config.num_heads * n, n * n))}
 
   def table(self) -> torch.Tensor:
     return self.R
@@ -224,17 +292,19 @@ class MtfSynthesizerRandom(nn.Module):
 
 class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
   """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
+  name = "fixed_random"
 
   def __init__(self, config: MtfSynthesizerConfig):
-    nn.Module.__init__(self)
+    MtfSynthesizerFunction.__init__(self)
     n = config.synthesizer_max_length
     self.register_buffer("R", torch.empty(config.num_heads, n, n),
                          persistent=True)
 
 
-class MtfSynthesizerFactorizedRandom(nn.Module):
+class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
-  needs_queries = False
+  name = "factorized_random"
+  contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -242,6 +312,12 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
              config.factorized_random_k)
     self.R1 = nn.Parameter(torch.empty(shape))
     self.R2 = nn.Parameter(torch.empty(shape))
+
+  def initializers(self, config):
+    limit = _glorot_limit(config.factorized_random_k * config.num_heads,
+                          config.factorized_random_k *
+                          config.synthesizer_max_length)
+    return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del hidden, queries
@@ -251,6 +327,14 @@ class MtfSynthesizerFactorizedRandom(nn.Module):
     else:
       r2 = self.R2[:, positions.memory].float().transpose(0, 1)
     return torch.matmul(r1, r2.transpose(-1, -2))
+
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """(R1's query rows, scale * R2's memory rows): k columns each."""
+    del hidden, queries
+    r2 = _key_rows(self.R2, positions)
+    if scale is not None:
+      r2 = r2 * scale.to(r2.dtype)[None, :, None, None]
+    return _rows(self.R1, positions), r2
 
 
 def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -264,7 +348,7 @@ def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
   return torch.bmm(rows, w).view(h, b, t, -1).transpose(0, 1)
 
 
-class _DenseHidden(nn.Module):
+class _DenseHidden(MtfSynthesizerFunction):
   """relu(W1 X_i + b1) per head, the first layer of D and FD."""
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -283,12 +367,18 @@ class _DenseHidden(nn.Module):
 
 
 class MtfSynthesizerDense(_DenseHidden):
-  """D (eq. 1-2): each query predicts its row of N logits."""
+  """D (eq. 1-2): each query predicts its row of N logits.
+
+  As columns: [relu(W1 X_i + b1), 1] . [W2^T, b2]_j, the key side a
+  slice of the weights, the same for every example.
+  """
+  name = "dense"
+  contributes = COLUMNS
 
   def __init__(self, config: MtfSynthesizerConfig):
     self.share_query_projection = config.dense_share_query_projection
     if self.share_query_projection:
-      nn.Module.__init__(self)
+      MtfSynthesizerFunction.__init__(self)
       self.use_bias = config.synthesizer_use_bias
       hidden = config.d_kv
     else:
@@ -303,6 +393,12 @@ class MtfSynthesizerDense(_DenseHidden):
   def needs_queries(self) -> bool:
     return self.share_query_projection
 
+  def initializers(self, config):
+    out = {"w2": ("normal", self.w2.shape[1]**-0.5)}
+    if self.use_bias:
+      out["b2"] = ("zeros", 0.0)
+    return out
+
   def forward(self, hidden, queries, positions: Positions, scale=None):
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
@@ -316,10 +412,29 @@ class MtfSynthesizerDense(_DenseHidden):
       logits = logits + b2[:, :, None, :]
     return logits
 
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """([relu(W1 X + b1), 1], scale * [W2^T, b2] at the memory rows)."""
+    h = torch.relu(queries) if self.share_query_projection else (
+        self.hidden(hidden))
+    # [1|b, heads, s, hidden (+ 1)]: the rows in use, sliced first.
+    keys = _key_rows(self.w2.transpose(1, 2), positions)
+    if self.use_bias:
+      h = torch.cat([h, torch.ones_like(h[..., :1])], dim=-1)
+      keys = torch.cat([keys, _key_rows(self.b2[..., None], positions)],
+                       dim=-1)
+    if scale is not None:
+      keys = keys * scale.to(keys.dtype)[None, :, None, None]
+    return h, keys
+
 
 class MtfSynthesizerFactorizedDense(_DenseHidden):
-  """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)]."""
+  """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)].
+
+  Not a low-rank product: the fused kernel gets it as a bias.
+  """
+  name = "factorized_dense"
   needs_queries = False
+  contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__(config)
@@ -330,6 +445,13 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     if self.use_bias:
       self.ba = nn.Parameter(torch.empty(heads, self.a))
       self.bb = nn.Parameter(torch.empty(heads, self.b))
+
+  def initializers(self, config):
+    out = {"wa": ("normal", self.wa.shape[1]**-0.5),
+           "wb": ("normal", self.wb.shape[1]**-0.5)}
+    if self.use_bias:
+      out.update(ba=("zeros", 0.0), bb=("zeros", 0.0))
+    return out
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del queries
@@ -354,16 +476,6 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     shape = fa.shape[:3] + (columns.shape[-1],)
     return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *
             torch.gather(fb, 3, (columns // self.a).expand(shape)))
-
-
-FUNCTIONS = {
-    "random": MtfSynthesizerRandom,
-    "fixed_random": MtfSynthesizerFixedRandom,
-    "factorized_random": MtfSynthesizerFactorizedRandom,
-    "dense": MtfSynthesizerDense,
-    "factorized_dense": MtfSynthesizerFactorizedDense,
-    "dot_product": None,  # the kernel's Q K^T: no module, no weights
-}
 
 
 # ---------------------------------------------------------------------------
@@ -489,6 +601,7 @@ class MtfSynthesizerAttention(nn.Module):
     if has_relative_attention_bias:
       self.relative_attention_bias = MtfSynthesizerRelativeBias(
           config.relative_attention_num_buckets, self.num_heads)
+    self.every_head = _EveryHead(self)
 
   def synthesizers(self) -> List[nn.Module]:
     """The function modules (every function but the dot product)."""
@@ -504,6 +617,23 @@ class MtfSynthesizerAttention(nn.Module):
   def _heads(self, x: torch.Tensor, projection: nn.Linear) -> torch.Tensor:
     b, t, _ = x.shape
     return projection(x).view(b, t, -1, self.d_kv).transpose(1, 2)
+
+  def _scaled_queries(self, x: torch.Tensor, scale) -> torch.Tensor:
+    """Queries [batch, heads, t, d_kv] times a scale per head (or one).
+
+    The scale goes on the query kernel's rows, so that no [batch, heads, t,
+    d_kv] product is kept for the backward.
+    """
+    if scale is None:
+      return self._heads(x, self.q)
+    weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
+    if torch.is_tensor(scale):
+      weight = weight * scale.to(weight.dtype)[:, None, None]
+    else:
+      weight = weight * scale
+    b, t, _ = x.shape
+    out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
+    return out.view(b, t, -1, self.d_kv).transpose(1, 2)
 
   def forward(self, hidden: torch.Tensor, bias: Optional[torch.Tensor],
               positions: Optional[Positions] = None,
@@ -547,7 +677,39 @@ class MtfSynthesizerAttention(nn.Module):
         keys, values = cache.update(keys, values, self.layer_idx)
         if cross:
           past_key_values.is_updated[self.layer_idx] = True
-    queries = self._heads(hidden, self.q) if self.needs_queries else None
+    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
+    if output_attentions:
+      implementation = "eager"
+    if implementation == "eager":
+      queries = self._heads(hidden, self.q) if self.needs_queries else None
+      out, weights = self._reference(hidden, queries, keys, values, bias,
+                                     positions, output_attentions)
+    else:
+      out, weights = self._fused(hidden, keys, values, bias, positions,
+                                 implementation)
+    if torch.compiler.is_exporting():
+      # The ONNX exporter keeps SDPA whole: its output's strides change
+      # between the exporter's passes, so the flattening reads a copy.
+      out = out.clone(memory_format=torch.contiguous_format)
+    out = self.o(out.reshape(b, t, -1))
+    return out, (weights if output_attentions else None)
+
+  def _reference(self, hidden, queries, keys, values, bias, positions,
+                 output_attentions=False):
+    """The readable path: each function's logits added to the bias.
+
+    Args:
+      hidden: the layer input [batch, t, d_model].
+      queries: [batch, heads, t, d_kv] or None.
+      keys: [batch, memory_heads, s, d_kv] (a placeholder without V).
+      values: [batch, memory_heads, s, d_kv].
+      bias: masks and relative bias, or None.
+      positions: the positions.
+      output_attentions: the weights are returned: compute them per example.
+
+    Returns:
+      ([batch, t, heads, d_kv], the weights [batch, heads, t, s]).
+    """
     alpha = self.mixture_weights()
     for i, name in enumerate(self.function_names):
       if name == "dot_product":
@@ -555,39 +717,153 @@ class MtfSynthesizerAttention(nn.Module):
       term = getattr(self, name)(hidden, queries, positions,
                                  None if alpha is None else alpha[i])
       bias = term if bias is None else bias + term
+    dropout = self.dropout if self.training else 0.0
     if not self.has_dot_product:
-      # No Q K^T: the weights are softmax(bias), whatever the kernel.
+      # No Q K^T: the weights are softmax(bias).
       if output_attentions:
         # Each example's weights, the ones the output is computed from (a
         # table's are otherwise shared by the batch).
-        bias = bias.expand(b, self.num_heads, t, bias.shape[-1])
-      out, weights = synthesized_attention_forward(
-          self, values, bias, self.dropout if self.training else 0.0)
-      return self.o(out.reshape(b, t, -1)), (
-          weights if output_attentions else None)
+        bias = bias.expand(hidden.shape[0], self.num_heads, hidden.shape[1],
+                           bias.shape[-1])
+      return synthesized_attention_forward(self, values, bias, dropout)
     query = queries
     if alpha is not None:
       weight = alpha[self.function_names.index("dot_product")]
       query = query * weight.to(query.dtype)[None, :, None, None]
-    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
-    if output_attentions:
-      implementation = "eager"
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-        implementation, eager_attention_forward) if (
-            implementation != "eager") else eager_attention_forward
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(query.dtype)
-    out, weights = interface(
-        self, query, keys, values, None, dropout=(
-            self.dropout if self.training else 0.0),
-        scaling=self.scaling, position_bias=bias, is_causal=False)
-    if torch.compiler.is_exporting():
-      # The ONNX exporter keeps SDPA whole: its output's strides change
-      # between the exporter's passes, so the flattening reads a copy.
-      out = out.clone(memory_format=torch.contiguous_format)
-    out = self.o(out.reshape(b, t, -1))
-    return out, (weights if output_attentions else None)
+    return eager_attention_forward(self, query, keys, values, None,
+                                   scaling=self.scaling, dropout=dropout,
+                                   position_bias=bias)
+
+  def _fused(self, hidden, keys, values, bias, positions, implementation):
+    """One kernel call: every function's query and key columns side by side.
+
+    The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
+    mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
+    other functions' key side (a slice of weights, without a batch
+    dimension); R, Fix and FD join the bias. The scale is 1: run-time
+    query scaling (`scale_queries`) multiplies V's columns only. On CPU,
+    with a bias that needs a gradient, only V's columns go in (see below).
+
+    Args: as `_reference` (without queries), and
+      implementation: the attention interface's name.
+
+    Returns:
+      ([batch, t, heads, d_kv], None).
+    """
+    alpha = self.mixture_weights()
+    scales = [None if alpha is None else alpha[i]
+              for i in range(len(self.function_names))]
+    queries = None  # unscaled, for a function that reads them (D's option)
+    if any(f.needs_queries for f in self.synthesizers()):
+      queries = self._heads(hidden, self.q)
+    functions = [(name, getattr(self, name, None), scale)
+                 for name, scale in zip(self.function_names, scales)]
+    for name, function, scale in functions:
+      if function is not None and function.contributes == BIAS:
+        term = function(hidden, queries, positions, scale)
+        bias = term if bias is None else bias + term
+    # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
+    # relative bias in training): its math kernel writes the logits anyway,
+    # so there the other functions' logits join the bias as in `_reference`
+    # (columns would only be copied). So do they for one query (a decoding
+    # step): one row of logits costs less than copying the cached keys and
+    # values into wider columns at every step.
+    fusable = hidden.shape[1] > 1 and (
+        hidden.is_cuda or bias is None or not bias.requires_grad)
+    query_parts, key_parts = [], []
+    for name, function, scale in functions:
+      if name == "dot_product":
+        if self.config.scale_queries:
+          scale = self.scaling if scale is None else scale * self.scaling
+        query_parts.append(self._scaled_queries(hidden, scale))
+        key_parts.append(keys)
+      elif function.contributes == COLUMNS and fusable:
+        query, key = function.columns(hidden, queries, positions, scale)
+        query_parts.append(query)
+        key_parts.append(key)
+      elif function.contributes == COLUMNS:
+        term = function(hidden, queries, positions, scale)
+        bias = term if bias is None else bias + term
+    dropout = self.dropout if self.training else 0.0
+    if not query_parts:  # R, Fix, FD: no columns, softmax(bias) V
+      return synthesized_attention_forward(self, values, bias, dropout)[0], (
+          None)
+    module = self
+    if len(key_parts) > int(self.has_dot_product) and (
+        self.num_key_value_groups > 1):
+      # Per-head key columns: V's shared keys and values join every head.
+      module = self.every_head
+      values = _repeat_heads(values, self.num_key_value_groups)
+      key_parts = [_repeat_heads(k, self.num_key_value_groups)
+                   if k.shape[1] != self.num_heads else k for k in key_parts]
+    dtype = values.dtype
+    query = _side_by_side(query_parts, values.shape[0], dtype)
+    key = _side_by_side(key_parts, values.shape[0], dtype)
+    # The fused kernels want one head width for queries, keys and values
+    # (on CUDA a multiple of 8): zero columns change no logit, and the
+    # values' zero columns are cut from the output.
+    if fusable:
+      multiple = KERNEL_WIDTH_MULTIPLE if query.is_cuda else 1
+      width = -(-max(query.shape[-1], self.d_kv) // multiple) * multiple
+      query, key, values = (_pad_width(x, width)
+                            for x in (query, key, values))
+    if bias is not None and not torch.is_autocast_enabled(
+        query.device.type):
+      bias = bias.to(dtype)
+    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+        implementation, eager_attention_forward)
+    out, _ = interface(module, query, key, values, None, dropout=dropout,
+                       scaling=1.0, position_bias=bias, is_causal=False)
+    return out[..., :self.d_kv], None
+
+
+class _EveryHead:
+  """A layer as the kernel sees it when its keys and values have every head.
+
+  Args:
+    layer: the attention layer.
+  """
+  num_key_value_groups = 1
+  is_causal = False
+
+  def __init__(self, layer: nn.Module):
+    self._layer = [layer]  # a list: not registered as a submodule
+
+  @property
+  def training(self) -> bool:
+    return self._layer[0].training
+
+  @property
+  def layer_idx(self) -> Optional[int]:
+    return self._layer[0].layer_idx
+
+
+# The fused kernel's head width, on CUDA, is a multiple of this (sdpa's fused
+# kernels need one width for queries, keys and values, on CPU too; CUDA's
+# want multiples of 8).
+KERNEL_WIDTH_MULTIPLE = 8
+
+
+def _pad_width(x: torch.Tensor, width: int) -> torch.Tensor:
+  """x [..., c] with zero columns up to [..., width]."""
+  if x.shape[-1] == width:
+    return x
+  return nn.functional.pad(x, (0, width - x.shape[-1]))
+
+
+def _side_by_side(parts: List[torch.Tensor], batch: int,
+                  dtype: torch.dtype) -> torch.Tensor:
+  """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
+
+  One part is expanded over the batch, not copied.
+  """
+  parts = [p.to(dtype) for p in parts]
+  if len(parts) == 1:
+    return parts[0].expand(batch, -1, -1, -1)
+  return torch.cat([p.expand(batch, -1, -1, -1) for p in parts], dim=-1)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
@@ -729,12 +1005,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     normal with 1/sqrt(fan_in)); embeddings N(0, 1); the relative bias and
     R, FR uniform (glorot on the original release's shapes); D's and FD's
     tables N(0, fan_in^-1/2), their biases and the mixture logits 0; norms
-    1. `initializer_factor` multiplies each scale.
+    1 (a synthesizing function's own weights: its `initializers()`).
+    `initializer_factor` multiplies each scale.
     """
     config = self.config
     factor = config.initializer_factor
-    d, heads, dk = config.d_model, config.num_heads, config.d_kv
-    n = config.synthesizer_max_length
 
     def normal(tensor, std):
       init.normal_(tensor, 0.0, factor * std)
@@ -762,23 +1037,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     elif isinstance(module, MtfSynthesizerAttention):
       if hasattr(module, "alpha_logits"):
         init.zeros_(module.alpha_logits)
-    elif isinstance(module, MtfSynthesizerRandom):
-      # The original release's glorot scale on its [N, heads, N] variable.
-      uniform(module.R, math.sqrt(6.0 / (heads * n + n * n)))
-    elif isinstance(module, MtfSynthesizerFactorizedRandom):
-      k = config.factorized_random_k
-      limit = math.sqrt(6.0 / (k * (heads + n)))
-      uniform(module.R1, limit)
-      uniform(module.R2, limit)
-    elif isinstance(module, (MtfSynthesizerDense,
-                             MtfSynthesizerFactorizedDense)):
-      for name in ("w2", "wa", "wb"):
-        if hasattr(module, name):
-          weight = getattr(module, name)
-          normal(weight, weight.shape[1]**-0.5)
-      for name in ("b2", "ba", "bb"):
-        if hasattr(module, name):
-          init.zeros_(getattr(module, name))
+    elif isinstance(module, MtfSynthesizerFunction):
+      draw = {"normal": normal, "uniform": uniform,
+              "zeros": lambda tensor, _: init.zeros_(tensor)}
+      for name, (kind, scale) in module.initializers(config).items():
+        draw[kind](getattr(module, name), scale)
 
   def mesh_optimizer(self, total_steps: Optional[int] = None,
                      **schedule) -> Tuple["MeshAdafactor",

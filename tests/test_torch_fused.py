@@ -1,0 +1,262 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The fused attention path equals the eager reference (issue 40).
+
+With `attn_implementation="sdpa"` each self-attention layer is one kernel
+call whose queries and keys put every function's columns side by side (V's
+queries and keys, D's [relu(W1 X + b1), 1] and [W2^T, b2], FR's R1 and R2
+rows), with R, Fix, FD, the relative bias and the masks as its bias; with
+"eager" each function's logits are materialized and added (the readable
+reference). For every variant of the table (`attentions.VARIANTS`) and the
+layout options mesh's exports use, the two give the same float32 logits
+(relative 1e-5): an encoder-decoder's padded batch, a causal LM's
+left-padded batch with per-example positions, and decoding step by step
+with the cache; a training step's loss and gradients; bf16 autocast within
+bf16's precision; `torch.compile(fullgraph=True)` of a training step
+through the columns, and a compiled `generate()`. One kernel call per layer
+is checked by recording the kernel's calls.
+"""
+
+import pytest
+import torch
+
+import test_torch_training as training
+from mtf_synthesizer import attentions
+
+VARIANTS = attentions.VARIANTS
+IDS = [v.label for v in VARIANTS]
+TOLERANCE = 1e-5
+# mesh's layout options (export settings), each with every variant.
+OPTIONS = {
+    "t5": {},
+    "scaled_queries_multi_query": dict(scale_queries=True,
+                                       num_memory_heads=1),
+    "bias_per_layer_no_function_bias": dict(relative_attention_type="bias",
+                                            synthesizer_use_bias=False),
+    "no_relative_bias_shared_query": dict(relative_attention_type=None,
+                                          dense_share_query_projection=True,
+                                          dense_hidden_size=8),
+}
+
+
+def _relative(actual, expected):
+  return float((actual - expected).abs().max() / expected.abs().max())
+
+
+def _both(model, run):
+  """run(model) with the eager reference, then with the fused sdpa path."""
+  out = {}
+  for implementation in ("eager", "sdpa"):
+    model.set_attn_implementation(implementation)
+    with torch.no_grad():
+      out[implementation] = run(model)
+  return out["eager"], out["sdpa"]
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_seq2seq_fused_equals_eager(variant, options):
+  model = training._perturb(training._seq2seq(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+  eager, fused = _both(model, lambda m: m(
+      input_ids=input_ids, attention_mask=mask, labels=labels).logits)
+  assert _relative(fused, eager) < TOLERANCE
+
+
+def _left_padded_batch():
+  prompts = [[0] + training._ids((n,), seed=n).tolist() for n in (9, 2, 5)]
+  width = max(len(p) for p in prompts)
+  ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+  mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p)
+                       for p in prompts])
+  return ids, mask
+
+
+def _stepped(model, ids, mask):
+  """Logits of a left-padded batch: its first half, then 2 and 1 at a time.
+
+  (One query is a decoding step; two read the cache through the columns.)
+  """
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  half = ids.shape[1] // 2
+  out = model(input_ids=ids[:, :half], attention_mask=mask[:, :half],
+              position_ids=positions[:, :half], use_cache=True)
+  logits, cache = [out.logits], out.past_key_values
+  i = half
+  while i < ids.shape[1]:
+    j = min(i + 1 + len(logits) % 2, ids.shape[1])
+    out = model(input_ids=ids[:, i:j], attention_mask=mask[:, :j],
+                position_ids=positions[:, i:j], past_key_values=cache,
+                use_cache=True)
+    logits.append(out.logits)
+    cache = out.past_key_values
+    i = j
+  return torch.cat(logits, dim=1)
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_causal_lm_fused_equals_eager(variant, options):
+  model = training._perturb(training._causal_lm(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  model.eval()
+  ids, mask = _left_padded_batch()
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  eager, fused = _both(model, lambda m: m(
+      input_ids=ids, attention_mask=mask, position_ids=positions,
+      use_cache=False).logits)
+  # The padding's own rows attend to nothing (every logit masked): compared
+  # at the tokens.
+  tokens = mask.bool()
+  assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
+  eager_steps, fused_steps = _both(model, lambda m: _stepped(m, ids, mask))
+  assert _relative(fused_steps[tokens], eager[tokens]) < TOLERANCE
+  assert _relative(eager_steps[tokens], eager[tokens]) < TOLERANCE
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_seq2seq_decoding_fused_equals_eager(variant):
+  model = training._perturb(training._seq2seq(variant.components,
+                                              num_layers=2))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+  decoder_ids = model._shift_right(labels)
+
+  def stepped(m):
+    memory = m.get_encoder()(input_ids=input_ids, attention_mask=mask)
+    cache, logits = None, []
+    i = 0
+    while i < decoder_ids.shape[1]:  # 1, 2, 1, 2, ... tokens at a time
+      j = min(i + 1 + len(logits) % 2, decoder_ids.shape[1])
+      out = m(encoder_outputs=memory, attention_mask=mask,
+              decoder_input_ids=decoder_ids[:, i:j],
+              past_key_values=cache, use_cache=True)
+      cache = out.past_key_values
+      logits.append(out.logits)
+      i = j
+    return torch.cat(logits, dim=1)
+
+  eager = model(input_ids=input_ids, attention_mask=mask,
+                decoder_input_ids=decoder_ids).logits.detach()
+  eager_steps, fused_steps = _both(model, stepped)
+  assert _relative(eager_steps, eager) < TOLERANCE
+  assert _relative(fused_steps, eager) < TOLERANCE
+
+
+def _kernel_widths(model, monkeypatch, **inputs):
+  """The query widths of the kernel calls of one forward pass."""
+  widths = []
+  kernel = torch.nn.functional.scaled_dot_product_attention
+
+  def recording(query, key, value, *args, **kwargs):
+    widths.append(query.shape[-1])
+    return kernel(query, key, value, *args, **kwargs)
+
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      recording)
+  with torch.no_grad():
+    model(**inputs)
+  return widths
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_one_kernel_call_per_layer(variant, monkeypatch):
+  """Each layer with columns is one sdpa call of the summed width."""
+  model = training._causal_lm(variant.components, num_layers=2)
+  model.set_attn_implementation("sdpa")
+  config = model.config
+  width = {"dot_product": config.d_kv, "dense": config.d_kv + 1,
+           "factorized_random": config.factorized_random_k}
+  columns = sum(width.get(name, 0) for name in variant.components)
+  ids = training._ids((2, 5), seed=3)
+  widths = _kernel_widths(model, monkeypatch, input_ids=ids)
+  # Queries, keys and values have one width on CPU: the wider one's.
+  assert widths == ([max(columns, config.d_kv)] * 2 if columns else [])
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_fused_training_step_equals_eager(variant, monkeypatch):
+  """Loss and gradients through the columns (no bias needing a gradient)."""
+  model = training._perturb(training._seq2seq(
+      variant.components, num_layers=2, relative_attention_type=None))
+  model.train()  # z_loss too; dropout_rate is 0
+  input_ids, mask, labels = training._padded_inputs()
+  results = {}
+  for implementation in ("eager", "sdpa"):
+    model.set_attn_implementation(implementation)
+    results[implementation] = training._loss_and_gradients(
+        model, input_ids=input_ids, attention_mask=mask, labels=labels)
+  assert abs(results["sdpa"][0] - results["eager"][0]) < TOLERANCE
+  training._assert_close_gradients(results["sdpa"][1], results["eager"][1])
+  if "random" in variant.components:
+    return  # R's table needs a gradient: on CPU the columns stay out
+  columns = {"dot_product": model.config.d_kv,
+             "dense": model.config.d_kv + 1,
+             "factorized_random": model.config.factorized_random_k}
+  width = sum(columns.get(name, 0) for name in variant.components)
+  model.zero_grad()
+  widths = []
+  kernel = torch.nn.functional.scaled_dot_product_attention
+
+  def recording(query, *args, **kwargs):
+    widths.append(query.shape[-1])
+    return kernel(query, *args, **kwargs)
+
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      recording)
+  model(input_ids=input_ids, attention_mask=mask, labels=labels).loss.backward()
+  # Four self-attention layers (besides cross-attention, d_kv wide); FR's
+  # four columns alone are padded to d_kv.
+  if width > model.config.d_kv:
+    assert [w for w in widths if w != model.config.d_kv] == [width] * 4
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_bf16_autocast_fused_equals_eager(variant):
+  """Under CPU bf16 autocast: within bf16's precision (8 bits)."""
+  model = training._perturb(training._seq2seq(variant.components,
+                                              num_layers=2))
+  model.eval()
+  input_ids, mask, labels = training._padded_inputs()
+
+  def run(m):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+      return m(input_ids=input_ids, attention_mask=mask,
+               labels=labels).logits.float()
+
+  eager, fused = _both(model, run)
+  assert _relative(fused, eager) < 3e-2
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_compiled_fused_step_and_generate(variant):
+  """Compiled (fullgraph): a training step through the columns, generate()."""
+  torch._dynamo.reset()
+  model = training._perturb(training._seq2seq(
+      variant.components, relative_attention_type=None))
+  model.set_attn_implementation("sdpa")
+  model.train()
+  input_ids, mask, labels = training._padded_inputs()
+
+  def step(input_ids, attention_mask, labels):
+    return model(input_ids=input_ids, attention_mask=attention_mask,
+                 labels=labels).loss
+
+  results = []
+  for function in (step, torch.compile(step, backend="aot_eager",
+                                       fullgraph=True)):
+    model.zero_grad()
+    loss = function(input_ids, mask, labels)
+    loss.backward()
+    results.append((float(loss), training._gradients(model)))
+  assert abs(results[0][0] - results[1][0]) < TOLERANCE
+  training._assert_close_gradients(results[1][1], results[0][1])
+  model.eval()
+  settings = dict(attention_mask=mask, max_new_tokens=4, do_sample=False,
+                  eos_token_id=None)
+  eager = model.generate(input_ids=input_ids, **settings)
+  model.forward = torch.compile(model.forward, backend="aot_eager",
+                                dynamic=True)
+  assert torch.equal(model.generate(input_ids=input_ids, **settings), eager)
