@@ -38,6 +38,7 @@ import contextlib
 import dataclasses
 import datetime
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import itertools
@@ -197,8 +198,13 @@ def load_model_code():
   Returns:
     The modeling module (its `MtfSynthesizerConfig` is imported in it).
   """
-  _load_by_path(_HF_MODEL_MODULE, os.path.join(HF_MODEL_DIR, "__init__.py"),
-                HF_MODEL_DIR)
+  if _HF_MODEL_MODULE not in sys.modules:
+    # The folder as a package whose __init__ does not run: registering the
+    # Auto classes is the installed package's, not this copy's.
+    spec = importlib.machinery.ModuleSpec(_HF_MODEL_MODULE, None,
+                                          is_package=True)
+    spec.submodule_search_locations = [HF_MODEL_DIR]
+    sys.modules[_HF_MODEL_MODULE] = importlib.util.module_from_spec(spec)
   return importlib.import_module(_HF_MODEL_MODULE +
                                  ".modeling_mtf_synthesizer")
 

@@ -14,8 +14,9 @@ import importlib.util
 
 from transformers import AutoConfig
 
-from mtf_synthesizer.hf_model.configuration_mtf_synthesizer import (
-    MtfSynthesizerConfig)
+# Relative imports: the workbench loads this folder by its path.
+# pylint: disable=relative-beyond-top-level
+from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 
 AutoConfig.register(MtfSynthesizerConfig.model_type, MtfSynthesizerConfig,
                     exist_ok=True)
@@ -26,9 +27,9 @@ if importlib.util.find_spec("torch") is not None:
   from transformers import AutoModelForCausalLM
   from transformers import AutoModelForSeq2SeqLM
 
-  from mtf_synthesizer.hf_model.modeling_mtf_synthesizer import (
-      MtfSynthesizerForCausalLM, MtfSynthesizerForConditionalGeneration,
-      MtfSynthesizerModel)
+  from .modeling_mtf_synthesizer import MtfSynthesizerForCausalLM
+  from .modeling_mtf_synthesizer import MtfSynthesizerForConditionalGeneration
+  from .modeling_mtf_synthesizer import MtfSynthesizerModel
 
   AutoModel.register(MtfSynthesizerConfig, MtfSynthesizerModel,
                      exist_ok=True)
