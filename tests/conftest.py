@@ -64,6 +64,21 @@ from t5_tasks import vocabulary
 
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+  """torch on one thread for a module's tiny models.
+
+  They run fastest so, and the machine's other cores run other modules.
+  A module asks for it with `pytestmark = pytest.mark.usefixtures(
+  "one_thread")`.
+  """
+  import torch  # pylint: disable=g-import-not-at-top
+  threads = torch.get_num_threads()
+  torch.set_num_threads(1)
+  yield
+  torch.set_num_threads(threads)
+
+
 def pytest_configure(config):
   config.addinivalue_line(
       "markers", "slow: runs the stock CLI or builds many models (minutes "

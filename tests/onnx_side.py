@@ -60,31 +60,12 @@ import transformers
 from google import protobuf
 
 import model_code
+import tiny_models
 
-VOCAB, N = 64, 16  # as tests/test_torch_training.py's tiny models
+VOCAB, N = tiny_models.VOCAB, tiny_models.N
 # (batch, encoder length, decoder length, padded) of the export, then of the
 # check: a file traced from an unpadded batch must still read a mask.
 SHAPES = ((2, 7, 6, False), (3, 5, 4, True))
-
-
-def _config(modeling, names, causal_lm):
-  return modeling.MtfSynthesizerConfig(
-      vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=1,
-      num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
-      factorized_random_k=4, factorized_dense_factors=(4, 4),
-      relative_attention_num_buckets=8, relative_attention_max_distance=16,
-      encoder_synthesizers=names, decoder_synthesizers=names,
-      is_encoder_decoder=not causal_lm)
-
-
-def _perturb(model):
-  """Gives the weights mesh starts at zero (biases, mixture logits) values."""
-  generator = torch.Generator().manual_seed(1)
-  with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(("w1.bias", "b2", "ba", "bb", "alpha_logits")):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
-  return model
 
 
 def _inputs(shape, seed, causal_lm):
@@ -170,7 +151,8 @@ def _check(names, causal_lm, dynamo, snippet, folder):
   torch.manual_seed(0)
   head = (modeling.MtfSynthesizerForCausalLM if causal_lm
           else modeling.MtfSynthesizerForConditionalGeneration)
-  model = _perturb(head(_config(modeling, names, causal_lm))).eval()
+  model = tiny_models.perturb(head(tiny_models.config(
+      names, causal_lm, modeling))).eval()
   path = os.path.join(folder, "%s_%s.onnx" % (
       "causal_lm" if causal_lm else "seq2seq",
       "dynamo" if dynamo else "torchscript"))

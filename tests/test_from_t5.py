@@ -45,17 +45,12 @@ LAYOUTS = {
                             tie_word_embeddings=False)),
 }
 TOLERANCE = 1e-5
+pytestmark = pytest.mark.usefixtures("one_thread")
 # Inputs with padding (0) at the end; the decoder's too.
 INPUTS = torch.tensor([[5, 6, 7, 8, 9, 1, 0], [10, 11, 12, 1, 0, 0, 0]])
 DECODER_INPUTS = torch.tensor([[0, 4, 5, 6, 7], [0, 8, 9, 0, 0]])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-  threads = torch.get_num_threads()
-  torch.set_num_threads(1)
-  yield
-  torch.set_num_threads(threads)
 
 
 def _t5(layout, seed=0):

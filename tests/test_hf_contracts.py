@@ -32,35 +32,22 @@ import torch
 import transformers
 
 import conftest
+import tiny_models
 from mtf_synthesizer import attentions
-from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
 from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
 VOCAB, N = 48, 16
 HEADS = ("seq2seq", "causal_lm")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-  """Tiny models run fastest on one thread (and the machine is shared)."""
-  threads = torch.get_num_threads()
-  torch.set_num_threads(1)
-  yield
-  torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _config(components, causal_lm=False, **fields):
-  settings = dict(
-      vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=48, num_layers=2,
-      num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
-      factorized_random_k=4, factorized_dense_factors=(4, 4),
-      relative_attention_num_buckets=8, relative_attention_max_distance=16,
-      encoder_synthesizers=components, decoder_synthesizers=components,
-      is_encoder_decoder=not causal_lm)
+  """tiny_models' config in the package's classes, two blocks deep."""
+  settings = dict(vocab_size=VOCAB, d_kv=8, d_ff=48, num_layers=2)
   settings.update(fields)
-  return configuration_mtf_synthesizer.MtfSynthesizerConfig(**settings)
+  return tiny_models.config(components, causal_lm, modeling, **settings)
 
 
 def _model(variant, head, seed=0, **fields):
@@ -70,17 +57,11 @@ def _model(variant, head, seed=0, **fields):
   cls = (modeling.MtfSynthesizerForCausalLM if causal_lm
          else modeling.MtfSynthesizerForConditionalGeneration)
   model = cls(_config(variant.components, causal_lm, **fields))
-  generator = torch.Generator().manual_seed(seed + 1)
-  with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(("b2", "ba", "bb", "alpha_logits", ".bias")):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
-  return model.eval()
+  return tiny_models.perturb(model, seed + 1).eval()
 
 
 def _ids(shape, seed, low=2):
-  generator = torch.Generator().manual_seed(seed)
-  return torch.randint(low, VOCAB, shape, generator=generator)
+  return tiny_models.ids(shape, seed, low, VOCAB)
 
 
 def _inputs(head, seed=0):

@@ -20,12 +20,13 @@ is checked by recording the kernel's calls.
 import pytest
 import torch
 
-import test_torch_training as training
+import tiny_models
 from mtf_synthesizer import attentions
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
 TOLERANCE = 1e-5
+pytestmark = pytest.mark.usefixtures("one_thread")
 # mesh's layout options (export settings), each with every variant.
 OPTIONS = {
     "t5": {},
@@ -56,17 +57,17 @@ def _both(model, run):
 @pytest.mark.parametrize("options", sorted(OPTIONS))
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_seq2seq_fused_equals_eager(variant, options):
-  model = training._perturb(training._seq2seq(
+  model = tiny_models.perturb(tiny_models.seq2seq(
       variant.components, num_layers=2, **OPTIONS[options]))
   model.eval()
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
   eager, fused = _both(model, lambda m: m(
       input_ids=input_ids, attention_mask=mask, labels=labels).logits)
   assert _relative(fused, eager) < TOLERANCE
 
 
 def _left_padded_batch():
-  prompts = [[0] + training._ids((n,), seed=n).tolist() for n in (9, 2, 5)]
+  prompts = [[0] + tiny_models.ids((n,), seed=n).tolist() for n in (9, 2, 5)]
   width = max(len(p) for p in prompts)
   ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
   mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p)
@@ -99,7 +100,7 @@ def _stepped(model, ids, mask):
 @pytest.mark.parametrize("options", sorted(OPTIONS))
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_causal_lm_fused_equals_eager(variant, options):
-  model = training._perturb(training._causal_lm(
+  model = tiny_models.perturb(tiny_models.causal_lm(
       variant.components, num_layers=2, **OPTIONS[options]))
   model.eval()
   ids, mask = _left_padded_batch()
@@ -118,10 +119,10 @@ def test_causal_lm_fused_equals_eager(variant, options):
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_seq2seq_decoding_fused_equals_eager(variant):
-  model = training._perturb(training._seq2seq(variant.components,
+  model = tiny_models.perturb(tiny_models.seq2seq(variant.components,
                                               num_layers=2))
   model.eval()
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
   decoder_ids = model._shift_right(labels)
 
   def stepped(m):
@@ -164,13 +165,13 @@ def _kernel_widths(model, monkeypatch, **inputs):
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_one_kernel_call_per_layer(variant, monkeypatch):
   """Each layer with columns is one sdpa call of the summed width."""
-  model = training._causal_lm(variant.components, num_layers=2)
+  model = tiny_models.causal_lm(variant.components, num_layers=2)
   model.set_attn_implementation("sdpa")
   config = model.config
   width = {"dot_product": config.d_kv, "dense": config.d_kv + 1,
            "factorized_random": config.factorized_random_k}
   columns = sum(width.get(name, 0) for name in variant.components)
-  ids = training._ids((2, 5), seed=3)
+  ids = tiny_models.ids((2, 5), seed=3)
   widths = _kernel_widths(model, monkeypatch, input_ids=ids)
   # Queries, keys and values have one width on CPU: the wider one's.
   assert widths == ([max(columns, config.d_kv)] * 2 if columns else [])
@@ -179,17 +180,17 @@ def test_one_kernel_call_per_layer(variant, monkeypatch):
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_fused_training_step_equals_eager(variant, monkeypatch):
   """Loss and gradients through the columns (no bias needing a gradient)."""
-  model = training._perturb(training._seq2seq(
+  model = tiny_models.perturb(tiny_models.seq2seq(
       variant.components, num_layers=2, relative_attention_type=None))
   model.train()  # z_loss too; dropout_rate is 0
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
   results = {}
   for implementation in ("eager", "sdpa"):
     model.set_attn_implementation(implementation)
-    results[implementation] = training._loss_and_gradients(
+    results[implementation] = tiny_models.loss_and_gradients(
         model, input_ids=input_ids, attention_mask=mask, labels=labels)
   assert abs(results["sdpa"][0] - results["eager"][0]) < TOLERANCE
-  training._assert_close_gradients(results["sdpa"][1], results["eager"][1])
+  tiny_models.assert_close_gradients(results["sdpa"][1], results["eager"][1])
   if "random" in variant.components:
     return  # R's table needs a gradient: on CPU the columns stay out
   columns = {"dot_product": model.config.d_kv,
@@ -216,10 +217,10 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_bf16_autocast_fused_equals_eager(variant):
   """Under CPU bf16 autocast: within bf16's precision (8 bits)."""
-  model = training._perturb(training._seq2seq(variant.components,
+  model = tiny_models.perturb(tiny_models.seq2seq(variant.components,
                                               num_layers=2))
   model.eval()
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
 
   def run(m):
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -234,11 +235,11 @@ def test_bf16_autocast_fused_equals_eager(variant):
 def test_compiled_fused_step_and_generate(variant):
   """Compiled (fullgraph): a training step through the columns, generate()."""
   torch._dynamo.reset()
-  model = training._perturb(training._seq2seq(
+  model = tiny_models.perturb(tiny_models.seq2seq(
       variant.components, relative_attention_type=None))
   model.set_attn_implementation("sdpa")
   model.train()
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
 
   def step(input_ids, attention_mask, labels):
     return model(input_ids=input_ids, attention_mask=attention_mask,
@@ -250,9 +251,9 @@ def test_compiled_fused_step_and_generate(variant):
     model.zero_grad()
     loss = function(input_ids, mask, labels)
     loss.backward()
-    results.append((float(loss), training._gradients(model)))
+    results.append((float(loss), tiny_models.gradients(model)))
   assert abs(results[0][0] - results[1][0]) < TOLERANCE
-  training._assert_close_gradients(results[1][1], results[0][1])
+  tiny_models.assert_close_gradients(results[1][1], results[0][1])
   model.eval()
   settings = dict(attention_mask=mask, max_new_tokens=4, do_sample=False,
                   eos_token_id=None)

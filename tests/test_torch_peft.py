@@ -22,8 +22,12 @@ import peft
 import pytest
 import torch
 
-import test_torch_training as training
-from test_torch_training import _one_thread  # pylint: disable=unused-import
+import tiny_models
+from mtf_synthesizer import attentions
+
+VARIANTS = attentions.VARIANTS
+IDS = [v.label for v in VARIANTS]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 # pylint: disable=protected-access
 
@@ -33,16 +37,16 @@ TARGETS = ("q", "v", "w1")
 TOLERANCE = 1e-5
 # Each head: its builder, its PEFT task and its class.
 HEADS = {
-    "seq2seq": (training._seq2seq, peft.TaskType.SEQ_2_SEQ_LM,
+    "seq2seq": (tiny_models.seq2seq, peft.TaskType.SEQ_2_SEQ_LM,
                 "MtfSynthesizerForConditionalGeneration"),
-    "causal_lm": (training._causal_lm, peft.TaskType.CAUSAL_LM,
+    "causal_lm": (tiny_models.causal_lm, peft.TaskType.CAUSAL_LM,
                   "MtfSynthesizerForCausalLM"),
 }
 
 
 def _base(head, components):
   """A tiny model of `components` (the same weights at every call)."""
-  return training._perturb(HEADS[head][0](components))
+  return tiny_models.perturb(HEADS[head][0](components))
 
 
 def _adapted(head, components):
@@ -57,7 +61,7 @@ def _adapted(head, components):
 
 def _inputs(head):
   """A padded batch: a seq2seq model's inputs and labels, or a causal LM's."""
-  input_ids, mask, labels = training._padded_inputs()
+  input_ids, mask, labels = tiny_models.padded_inputs()
   if head == "causal_lm":
     labels = input_ids.masked_fill(mask == 0, -100)
   return dict(input_ids=input_ids, attention_mask=mask, labels=labels)
@@ -69,7 +73,7 @@ def _logits(model, inputs):
 
 
 @pytest.mark.parametrize("head", sorted(HEADS))
-@pytest.mark.parametrize("variant", training.VARIANTS, ids=training.IDS)
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_lora_trains_merges_and_reloads(variant, head, tmp_path):
   model = _adapted(head, variant.components)
   adapted = {name.split(".lora_B.")[0]

@@ -50,96 +50,34 @@ from transformers import Seq2SeqTrainingArguments
 import conftest
 import doc_blocks
 import model_code
+import tiny_models
 from mtf_synthesizer import attentions
 
 # pylint: disable=protected-access
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
-VOCAB, N = 64, 16  # vocabulary; the tables' positions (synthesizer_max_length)
-# Mesh starts these at zero: D's and FD's biases, a mixture's logits.
-ZERO_INITIALIZED = ("w1.bias", "b2", "ba", "bb", "alpha_logits")
-TOLERANCE = 1e-5
+VOCAB, N = tiny_models.VOCAB, tiny_models.N
+ZERO_INITIALIZED = tiny_models.ZERO_INITIALIZED
+TOLERANCE = tiny_models.TOLERANCE
+pytestmark = pytest.mark.usefixtures("one_thread")
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-  """Tiny models run fastest on one thread (and the machine is shared)."""
-  threads = torch.get_num_threads()
-  torch.set_num_threads(1)
-  yield
-  torch.set_num_threads(threads)
-
-
-def _config(components, causal_lm=False, **fields):
-  """A tiny config: every stack's self-attention composes `components`."""
-  modeling = model_code.load()
-  settings = dict(
-      vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=1,
-      num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
-      factorized_random_k=4, factorized_dense_factors=(4, 4),
-      relative_attention_num_buckets=8, relative_attention_max_distance=16,
-      encoder_synthesizers=components, decoder_synthesizers=components,
-      is_encoder_decoder=not causal_lm)
-  settings.update(fields)
-  return modeling.MtfSynthesizerConfig(**settings)
-
-
-def _seq2seq(components, seed=0, **fields):
-  torch.manual_seed(seed)
-  modeling = model_code.load()
-  return modeling.MtfSynthesizerForConditionalGeneration._from_config(
-      _config(components, **fields))
-
-
-def _causal_lm(components, seed=0, **fields):
-  torch.manual_seed(seed)
-  modeling = model_code.load()
-  return modeling.MtfSynthesizerForCausalLM._from_config(
-      _config(components, causal_lm=True, **fields))
-
-
-def _perturb(model, seed=1):
-  """Gives the weights mesh starts at zero random values (so they count)."""
-  generator = torch.Generator().manual_seed(seed)
-  with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(ZERO_INITIALIZED):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
-  return model
-
-
-def _ids(shape, seed, low=2):
-  generator = torch.Generator().manual_seed(seed)
-  return torch.randint(low, VOCAB, shape, generator=generator)
-
-
-def _padded_inputs(seed=0):
-  """Encoder inputs [3, 7] (row 1 padded), decoder inputs and labels [3, 6]."""
-  input_ids = _ids((3, 7), seed)
-  input_ids[1, -3:] = 0
-  labels = _ids((3, 6), seed + 1)
-  labels[2, -2:] = -100
-  return input_ids, (input_ids != 0).long(), labels
+# The tiny models and inputs, by their short names here.
+_config = tiny_models.config
+_seq2seq = tiny_models.seq2seq
+_causal_lm = tiny_models.causal_lm
+_perturb = tiny_models.perturb
+_ids = tiny_models.ids
+_padded_inputs = tiny_models.padded_inputs
+_gradients = tiny_models.gradients
+_loss_and_gradients = tiny_models.loss_and_gradients
+_assert_close_gradients = tiny_models.assert_close_gradients
 
 
 def _repeat_task(batch, seed):
   """Inputs: 3 tokens; targets: them, four times (a copy, then a period)."""
   inputs = _ids((batch, 3), seed)
   return inputs, inputs.repeat(1, 4)
-
-
-def _gradients(model):
-  return {name: p.grad.detach().clone() for name, p in model.named_parameters()
-          if p.grad is not None}
-
-
-def _assert_close_gradients(actual, expected, tolerance=TOLERANCE):
-  assert sorted(actual) == sorted(expected)
-  for name in expected:
-    scale = max(float(expected[name].abs().max()), 1.0)
-    difference = float((actual[name] - expected[name]).abs().max())
-    assert difference <= tolerance * scale, (name, difference)
 
 
 # ---------------------------------------------------------------------------
@@ -451,13 +389,6 @@ def test_causal_lm_attentions_and_hidden_states(variant):
   with torch.no_grad():
     logits = model.lm_head(out.hidden_states[-1])
   assert float((logits - out.logits).abs().max()) < TOLERANCE
-
-
-def _loss_and_gradients(model, **inputs):
-  model.zero_grad()
-  loss = model(**inputs).loss
-  loss.backward()
-  return float(loss.detach()), _gradients(model)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

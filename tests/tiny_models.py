@@ -1,0 +1,112 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Tiny PyTorch Synthesizers for the tests, and what they compare.
+
+The models are built from the model's code as an export carries it
+(`model_code.load()`, no TensorFlow, mesh or this package), or from the
+modeling module given. Standard library and torch only: the TF-free side
+scripts import it too (they put tests/ first on `sys.path`).
+"""
+
+import types
+from typing import Dict, Optional, Sequence
+
+import torch
+
+import model_code
+
+VOCAB, N = 64, 16  # vocabulary; the tables' positions (synthesizer_max_length)
+# Mesh starts these at zero: D's and FD's biases, a mixture's logits.
+ZERO_INITIALIZED = ("w1.bias", "b2", "ba", "bb", "alpha_logits")
+TOLERANCE = 1e-5
+
+
+def config(components: Sequence[str], causal_lm: bool = False,
+           modeling: Optional[types.ModuleType] = None, **fields):
+  """A tiny config: every stack's self-attention composes `components`.
+
+  Args:
+    components: the synthesizing functions.
+    causal_lm: one causal stack, else an encoder-decoder.
+    modeling: the modeling module (default: the export's copy).
+    **fields: fields that differ from the tiny ones.
+
+  Returns:
+    The MtfSynthesizerConfig.
+  """
+  modeling = modeling or model_code.load()
+  settings = dict(
+      vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=1,
+      num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
+      factorized_random_k=4, factorized_dense_factors=(4, 4),
+      relative_attention_num_buckets=8, relative_attention_max_distance=16,
+      encoder_synthesizers=components, decoder_synthesizers=components,
+      is_encoder_decoder=not causal_lm)
+  settings.update(fields)
+  return modeling.MtfSynthesizerConfig(**settings)
+
+
+def seq2seq(components: Sequence[str], seed: int = 0, **fields):
+  """A tiny encoder-decoder drawn by `_from_config` from the seed."""
+  torch.manual_seed(seed)
+  model_class = model_code.load().MtfSynthesizerForConditionalGeneration
+  return model_class._from_config(  # pylint: disable=protected-access
+      config(components, **fields))
+
+
+def causal_lm(components: Sequence[str], seed: int = 0, **fields):
+  """A tiny causal LM drawn by `_from_config` from the seed."""
+  torch.manual_seed(seed)
+  model_class = model_code.load().MtfSynthesizerForCausalLM
+  return model_class._from_config(  # pylint: disable=protected-access
+      config(components, causal_lm=True, **fields))
+
+
+def perturb(model: torch.nn.Module, seed: int = 1) -> torch.nn.Module:
+  """Gives the weights mesh starts at zero random values (so they count)."""
+  generator = torch.Generator().manual_seed(seed)
+  with torch.no_grad():
+    for name, parameter in model.named_parameters():
+      if name.endswith(ZERO_INITIALIZED):
+        parameter.copy_(torch.randn(parameter.shape, generator=generator))
+  return model
+
+
+def ids(shape, seed: int, low: int = 2, vocab: int = VOCAB) -> torch.Tensor:
+  """Token ids in [low, vocab) drawn from the seed."""
+  generator = torch.Generator().manual_seed(seed)
+  return torch.randint(low, vocab, shape, generator=generator)
+
+
+def padded_inputs(seed: int = 0):
+  """Encoder inputs [3, 7] (row 1 padded), their mask, labels [3, 6]."""
+  input_ids = ids((3, 7), seed)
+  input_ids[1, -3:] = 0
+  labels = ids((3, 6), seed + 1)
+  labels[2, -2:] = -100
+  return input_ids, (input_ids != 0).long(), labels
+
+
+def gradients(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+  """Each parameter's gradient, copied, by name."""
+  return {name: p.grad.detach().clone() for name, p in model.named_parameters()
+          if p.grad is not None}
+
+
+def loss_and_gradients(model: torch.nn.Module, **inputs):
+  """(the loss of one forward, its gradients by name)."""
+  model.zero_grad()
+  loss = model(**inputs).loss
+  loss.backward()
+  return float(loss.detach()), gradients(model)
+
+
+def assert_close_gradients(actual: Dict[str, torch.Tensor],
+                           expected: Dict[str, torch.Tensor],
+                           tolerance: float = TOLERANCE) -> None:
+  """The same parameters, each within tolerance of the largest (or 1)."""
+  assert sorted(actual) == sorted(expected)
+  for name in expected:
+    scale = max(float(expected[name].abs().max()), 1.0)
+    difference = float((actual[name] - expected[name]).abs().max())
+    assert difference <= tolerance * scale, (name, difference)
