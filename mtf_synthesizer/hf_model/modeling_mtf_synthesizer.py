@@ -156,13 +156,14 @@ class Positions:
   """Query and memory positions of one self-attention call.
 
   Attributes:
-    start: the first query's position (the cache's length when decoding).
+    start: the first query's position (the cache's length when decoding;
+      with a static cache a tensor, and `query` and `memory` are given).
     length: queries.
     memory_length: memory positions (start + length).
     query: [batch, length] per-example positions, or None: start + arange.
     memory: [batch, memory_length] per-example positions, or None: arange.
   """
-  start: int
+  start: Union[int, torch.Tensor]
   length: int
   memory_length: int
   query: Optional[torch.Tensor] = None
