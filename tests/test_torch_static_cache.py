@@ -10,7 +10,9 @@ masked and the tables read at the positions in use. For every variant of
 the table and both heads, greedy decoding with it gives the default
 DynamicCache's tokens and logits (a padded seq2seq batch, a left-padded
 causal batch and one without padding), also from a static cache longer
-than the tables; with `generation_config.compile_config` each step runs
+than the tables; what the cache holds past the written positions (filled
+with large random keys and values) changes no logit, masked by causality
+alone where no attention mask is given; with `generation_config.compile_config` each step runs
 the forward compiled with `fullgraph=True` (no graph break), as
 transformers compiles it for static caches.
 """
@@ -111,7 +113,7 @@ def _long_static_cache(model, batch):
 def test_static_cache_generates_what_the_dynamic_cache_does(
     variant, head, implementation):
   model = _model(variant, head)
-  model.config._attn_implementation = implementation  # pylint: disable=protected-access
+  model.set_attn_implementation(implementation)
   for batch in _batches(head):
     dynamic = _generate(model, batch)
     static = _generate(model, batch, cache_implementation="static")
@@ -137,45 +139,64 @@ def _fill_unwritten(cache, written, seed=5):
       rest.copy_(100 * torch.randn(rest.shape, generator=generator))
 
 
+def _seq2seq_step(model, batch, written=3):
+  """(the full pass's logits at `written`, a cached step's logits there)."""
+  generator = torch.Generator().manual_seed(4)
+  tokens = torch.randint(2, VOCAB, (2, written + 2), generator=generator)
+  cache = cache_utils.EncoderDecoderCache(
+      cache_utils.StaticCache(model.config, max_cache_len=N),
+      cache_utils.StaticCache(model.config,
+                              max_cache_len=batch["input_ids"].shape[1]))
+  full = model(**batch, decoder_input_ids=tokens, use_cache=False).logits
+  with torch.no_grad():
+    model(**batch, decoder_input_ids=tokens[:, :written],
+          past_key_values=cache)
+    _fill_unwritten(cache.self_attention_cache, written)
+    step = model(**batch, decoder_input_ids=tokens[:, written:written + 1],
+                 past_key_values=cache).logits
+  return full[:, written], step[:, 0]
+
+
+def _causal_step(model, batch, with_mask):
+  """(the full pass's last logits, a cached step's), with or without the
+  attention mask and positions (without: only causality hides the rest).
+  """
+  generator = torch.Generator().manual_seed(4)
+  tokens = torch.cat([batch["input_ids"], torch.randint(
+      2, VOCAB, (2, 1), generator=generator)], dim=1)
+  mask = torch.cat([batch["attention_mask"],
+                    torch.ones(2, 1, dtype=torch.long)], dim=1)
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  if not with_mask:
+    mask = positions = None
+  def cut(x, part):
+    return None if x is None else x[:, part]
+  cache = cache_utils.StaticCache(model.config, max_cache_len=N)
+  full = model(input_ids=tokens, attention_mask=mask, position_ids=positions,
+               use_cache=False).logits
+  with torch.no_grad():
+    model(input_ids=tokens[:, :-1], attention_mask=cut(mask, slice(0, -1)),
+          position_ids=cut(positions, slice(0, -1)), past_key_values=cache)
+    _fill_unwritten(cache, tokens.shape[1] - 1)
+    step = model(input_ids=tokens[:, -1:], attention_mask=mask,
+                 position_ids=cut(positions, slice(-1, None)),
+                 past_key_values=cache).logits
+  return full[:, -1], step[:, 0]
+
+
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_what_the_cache_holds_past_the_written_positions_is_masked(
     variant, head):
   """A step reads the whole static cache: only the written part counts."""
   model = _model(variant, head)
-  batch = _batches(head)[-1]
-  generator = torch.Generator().manual_seed(4)
   if head == "seq2seq":
-    tokens = torch.randint(2, VOCAB, (2, 5), generator=generator)
-    cache = cache_utils.EncoderDecoderCache(
-        cache_utils.StaticCache(model.config, max_cache_len=N),
-        cache_utils.StaticCache(model.config,
-                                max_cache_len=batch["input_ids"].shape[1]))
-    full = model(**batch, decoder_input_ids=tokens, use_cache=False).logits
-    with torch.no_grad():
-      model(**batch, decoder_input_ids=tokens[:, :3], past_key_values=cache)
-      _fill_unwritten(cache.self_attention_cache, 3)
-      step = model(**batch, decoder_input_ids=tokens[:, 3:4],
-                   past_key_values=cache).logits
+    pairs = [_seq2seq_step(model, _batches(head)[0])]
   else:
-    tokens = torch.cat([batch["input_ids"], torch.randint(
-        2, VOCAB, (2, 1), generator=generator)], dim=1)
-    mask = torch.cat([batch["attention_mask"],
-                      torch.ones(2, 1, dtype=torch.long)], dim=1)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = cache_utils.StaticCache(model.config, max_cache_len=N)
-    full = model(input_ids=tokens, attention_mask=mask,
-                 position_ids=positions, use_cache=False).logits
-    with torch.no_grad():
-      model(input_ids=tokens[:, :-1], attention_mask=mask[:, :-1],
-            position_ids=positions[:, :-1], past_key_values=cache)
-      _fill_unwritten(cache, tokens.shape[1] - 1)
-      step = model(input_ids=tokens[:, -1:], attention_mask=mask,
-                   position_ids=positions[:, -1:],
-                   past_key_values=cache).logits
-  index = 3 if head == "seq2seq" else -1
-  torch.testing.assert_close(step[:, 0], full[:, index], rtol=TOLERANCE,
-                             atol=TOLERANCE)
+    pairs = [_causal_step(model, _batches(head)[1], True),
+             _causal_step(model, _batches(head)[0], False)]
+  for full, step in pairs:
+    torch.testing.assert_close(step, full, rtol=TOLERANCE, atol=TOLERANCE)
 
 
 def _compiled_generate(model, batch, backend):
