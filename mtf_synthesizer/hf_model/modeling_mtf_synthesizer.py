@@ -1203,7 +1203,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       _check_length(self.has_tables, s, config)
     else:
       # The cache's whole length is read; the causal mask hides what is
-      # not written yet. `start` is a tensor: nothing here reads its value.
+      # not written yet. `start` is a tensor, whose value a compiled step
+      # never reads (its length check runs outside compilation).
       s = static
       if not torch.compiler.is_compiling():
         _check_length(self.has_tables, int(start) + t, config)
