@@ -19,6 +19,7 @@ import types
 
 import pytest
 import torch
+from transformers.generation import utils as generation_utils
 
 import conftest
 from workbench import torch_benchmark
@@ -120,6 +121,7 @@ def test_cli_help():
   assert "--attn_implementation" in proc.stdout
   assert "--compile" in proc.stdout and "--preset" in proc.stdout
   assert "--no_relative_bias" in proc.stdout
+  assert "--cache_implementation" in proc.stdout
 
 
 def test_saved_activations_count_each_storage_once():
@@ -172,3 +174,29 @@ def test_cli_writes_its_table_and_json(tmp_path, capsys):
     assert f.read() == capsys.readouterr().out
   assert conftest.run_tool("benchmark_torch.py",
                            TINY_FLAGS + ["--variants", "nope"]) == 2
+
+
+def test_generate_with_a_static_cache(capsys, monkeypatch):
+  """Every model, T5 too, generates with transformers' StaticCache."""
+  made = []
+
+  class Counted(generation_utils.StaticCache):
+
+    def __init__(self, *args, **kwargs):
+      super().__init__(*args, **kwargs)
+      made.append(self)
+
+  monkeypatch.setattr(generation_utils, "StaticCache", Counted)
+  status = conftest.run_tool("benchmark_torch.py", TINY_FLAGS + [
+      "--variants", "R+V", "--steps", "1", "--cache_implementation",
+      "static"])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  text = capsys.readouterr().out
+  assert "generate() with a static cache" in text
+  rows = [line for line in text.splitlines() if line.startswith("|")][2:]
+  assert [row.split("|")[1].strip() for row in rows] == ["T5", "V", "R+V"]
+  for row in rows:
+    assert float(row.split("|")[7]) > 0, row  # generate tokens/s
+  # Each of the 3 models' warmup and timed call: a self-attention cache
+  # and a cross-attention one.
+  assert len(made) == 3 * 2 * 2

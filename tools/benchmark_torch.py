@@ -16,6 +16,7 @@ and docs/pytorch_benchmark.md.
   .venv/bin/python tools/benchmark_torch.py --preset cpu-memory \
       --dropout_rate 0 --no_relative_bias --steps 1 --rounds 1 \
       --generate_repeats 0
+  .venv/bin/python tools/benchmark_torch.py --cache_implementation static
 """
 
 import argparse
@@ -64,6 +65,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="turns of every model")
   parser.add_argument("--generate_repeats", type=int, default=None,
                       help="timed generate() calls per model (0: none)")
+  parser.add_argument("--cache_implementation", default="dynamic",
+                      choices=("dynamic", "static"),
+                      help="generate()'s cache for every model, T5's too "
+                      "(static: transformers' StaticCache)")
   parser.add_argument("--threads", type=int, default=None,
                       help="torch's intra-op threads (default: torch's)")
   parser.add_argument("--dropout_rate", type=float, default=0.1,
@@ -96,7 +101,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       compile=args.compile, learning_rate=args.learning_rate,
       seed=args.seed, device=str(device), threads=args.threads,
       dropout_rate=args.dropout_rate,
-      relative_bias=not args.no_relative_bias)
+      relative_bias=not args.no_relative_bias,
+      cache_implementation=(None if args.cache_implementation == "dynamic"
+                            else args.cache_implementation))
   models = None
   if args.variants:
     models = [v.strip() for v in args.variants.split(",") if v.strip()]

@@ -158,6 +158,9 @@ class Settings:
       which has no dropout).
     relative_bias: the Synthesizer's stacks have T5's relative position
       bias (transformers' T5 always has it).
+    cache_implementation: `generate()`'s cache for every model: None
+      (transformers' DynamicCache) or "static" (StaticCache; on CUDA
+      `generate()` then compiles its decoding steps, as transformers does).
   """
   attn_implementation: str = "sdpa"
   steps: int = 10
@@ -171,6 +174,7 @@ class Settings:
   threads: Optional[int] = None
   dropout_rate: float = 0.1
   relative_bias: bool = True
+  cache_implementation: Optional[str] = None
 
 
 def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):
@@ -414,14 +418,17 @@ def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
 
 
 def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
-              device: torch.device) -> Tuple[float, int]:
+              device: torch.device,
+              cache_implementation: Optional[str] = None
+              ) -> Tuple[float, int]:
   """One greedy `generate()`; returns (seconds, new tokens)."""
   model = entry.model
   model.eval()
   config = transformers.GenerationConfig(
       max_new_tokens=dims.new_tokens, min_new_tokens=dims.new_tokens,
       do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
-      eos_token_id=1, decoder_start_token_id=0)
+      eos_token_id=1, decoder_start_token_id=0,
+      cache_implementation=cache_implementation)
   _sync(device)
   start = time.perf_counter()
   with _autocast(device), torch.no_grad():
@@ -540,9 +547,11 @@ def run(dims: Dims, settings: Settings,
         peak = torch.cuda.max_memory_allocated(device) - base
         entry.peak_bytes = max(entry.peak_bytes or 0, peak)
       if settings.generate_repeats and r == 0:
-        _generate(entry, inputs, dims, device)  # warmup
+        _generate(entry, inputs, dims, device,
+                  settings.cache_implementation)  # warmup
       for _ in range(generate_counts[r]):
-        seconds, tokens = _generate(entry, inputs, dims, device)
+        seconds, tokens = _generate(entry, inputs, dims, device,
+                                    settings.cache_implementation)
         entry.generate_s.append(seconds)
         entry.generated = tokens
       if offload:
@@ -624,12 +633,14 @@ def markdown(report: Dict[str, Any]) -> str:
       "- dims: %s" % report["dims_text"],
       "- attention implementation: %s; %s; training steps: %d timed per "
       "model after %d warmup, in %d rounds; generate(): %d timed calls per "
-      "model%s%s" % (
+      "model%s%s%s" % (
           settings["attn_implementation"],
           "bf16 autocast" if report["device_type"] == "cuda" else "float32",
           settings["steps"], settings["warmup"], report["rounds"],
           settings["generate_repeats"],
           "; torch.compile (training step)" if settings["compile"] else "",
+          "; generate() with a %s cache" % settings["cache_implementation"]
+          if settings.get("cache_implementation") else "",
           "; dropout %g%s" % (
               settings.get("dropout_rate", 0.1),
               "" if settings.get("relative_bias", True) else

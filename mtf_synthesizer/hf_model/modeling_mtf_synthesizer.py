@@ -156,13 +156,14 @@ class Positions:
   """Query and memory positions of one self-attention call.
 
   Attributes:
-    start: the first query's position (the cache's length when decoding).
+    start: the first query's position (the cache's length when decoding;
+      with a static cache a tensor, and `query` and `memory` are given).
     length: queries.
     memory_length: memory positions (start + length).
     query: [batch, length] per-example positions, or None: start + arange.
     memory: [batch, memory_length] per-example positions, or None: arange.
   """
-  start: int
+  start: Union[int, torch.Tensor]
   length: int
   memory_length: int
   query: Optional[torch.Tensor] = None
@@ -980,7 +981,39 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   _supports_flash_attn = False
   _supports_flex_attn = False
   _supports_attention_backend = False
+  # Static caches and a compiled forward (generate's compile_config): the
+  # stack reads a static cache's whole length, masked past the written part.
+  _can_compile_fullgraph = True
   _keys_to_ignore_on_load_unexpected = []
+
+  def create_masks_for_generate(self, config, inputs_embeds, attention_mask,
+                                past_key_values, position_ids=None,
+                                **kwargs) -> Optional[torch.Tensor]:
+    """The mask generate() passes with a static cache: still [batch, s].
+
+    The stacks build their masks themselves (with the relative bias, once
+    per stack); a static cache's mask is padded with 0 to the cache's
+    length, so that a compiled step sees one shape.
+
+    Args:
+      config: the model's configuration (unused).
+      inputs_embeds: the step's inputs (unused: only their shape matters).
+      attention_mask: [batch, s] 1 at tokens, 0 at padding, or None.
+      past_key_values: the cache.
+      position_ids: the step's positions (unused).
+      **kwargs: generate()'s other arguments (unused).
+
+    Returns:
+      [batch, cache length] or the mask as given (None stays None).
+    """
+    del config, inputs_embeds, position_ids, kwargs
+    cache = past_key_values
+    if isinstance(cache, EncoderDecoderCache):
+      cache = cache.self_attention_cache
+    length = _static_length(cache)
+    if attention_mask is None or length is None:
+      return attention_mask
+    return _static_mask(attention_mask, length)
 
   @property
   def accepts_loss_kwargs(self) -> bool:
@@ -1164,29 +1197,43 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     if isinstance(past_key_values, EncoderDecoderCache):
       self_cache = past_key_values.self_attention_cache
     start = self_cache.get_seq_length() if self_cache is not None else 0
-    s = start + t
-    if self.has_tables and s > config.synthesizer_max_length:
-      raise ValueError(
-          "a sequence of length %d is longer than max_length %d, the size "
-          "of the synthesizing functions' position tables "
-          "(synthesizer_max_length)" % (
-              s, config.synthesizer_max_length))
+    static = _static_length(self_cache)
+    if static is None:
+      s = start + t
+      _check_length(self.has_tables, s, config)
+    else:
+      # The cache's whole length is read; the causal mask hides what is
+      # not written yet. `start` is a tensor, whose value a compiled step
+      # never reads (its length check runs outside compilation).
+      s = static
+      if not torch.compiler.is_compiling():
+        _check_length(self.has_tables, int(start) + t, config)
     causal = self.is_decoder
     if attention_mask is None and not causal and input_ids is not None:
       attention_mask = (input_ids != config.pad_token_id).long()
+    if attention_mask is not None and static is not None:
+      attention_mask = _static_mask(attention_mask, static)
     if attention_mask is not None and attention_mask.shape[-1] != s:
       raise ValueError("attention_mask covers %d positions, the stack reads "
                        "%d (the cache's and the new ones)" % (
                            attention_mask.shape[-1], s))
+    if static is None:
+      query = torch.arange(start, s, device=device)
+    else:
+      query = torch.as_tensor(start, device=device) + torch.arange(
+          t, device=device)
+    memory_positions = torch.arange(s, device=device)
     positions = Positions(start, t, s)
-    if position_ids is not None:
+    if position_ids is not None or static is not None:
+      if position_ids is None:
+        position_ids = query[None]
       if attention_mask is None:  # no padding (generate() drops all-1 masks)
-        memory = torch.arange(s, device=device)[None].expand(b, s)
+        memory = memory_positions[None].expand(position_ids.shape[0], s)
       else:
         memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+      if static is not None:  # positions past the tables are masked
+        memory = memory.clamp(max=config.synthesizer_max_length - 1)
       positions = Positions(start, t, s, position_ids.long(), memory)
-    query = torch.arange(start, s, device=device)
-    memory_positions = torch.arange(s, device=device)
     x = inputs_embeds
     if hasattr(self, "embed_positions"):
       rows = query[None] if position_ids is None else position_ids
@@ -1248,6 +1295,31 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
         last_hidden_state=x, past_key_values=past_key_values,
         hidden_states=hidden_states, attentions=attentions,
         cross_attentions=cross_attentions), return_dict, config)
+
+
+def _static_length(cache: Optional[Cache]) -> Optional[int]:
+  """A static cache's length (what each layer returns), else None."""
+  if cache is None or not cache.is_compileable:
+    return None
+  return cache.layers[0].max_cache_len
+
+
+def _static_mask(mask: torch.Tensor, length: int) -> torch.Tensor:
+  """[batch, s] -> [batch, length]: the positions not yet written are 0."""
+  if mask.dim() != 2 or mask.shape[-1] >= length:
+    return mask
+  return nn.functional.pad(mask, (0, length - mask.shape[-1]), value=0)
+
+
+def _check_length(has_tables: bool, length: int,
+                  config: MtfSynthesizerConfig) -> None:
+  """Raises ValueError where a stack with tables reads past them."""
+  if has_tables and length > config.synthesizer_max_length:
+    raise ValueError(
+        "a sequence of length %d is longer than max_length %d, the size "
+        "of the synthesizing functions' position tables "
+        "(synthesizer_max_length)" % (
+            length, config.synthesizer_max_length))
 
 
 def _output_flags(config: MtfSynthesizerConfig,
