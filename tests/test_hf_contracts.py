@@ -38,26 +38,15 @@ from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
-VOCAB, N = 48, 16
+VOCAB, N = tiny_models.RANDOM_MODEL_VOCAB, tiny_models.N
 HEADS = ("seq2seq", "causal_lm")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _config(components, causal_lm=False, **fields):
-  """tiny_models' config in the package's classes, two blocks deep."""
-  settings = dict(vocab_size=VOCAB, d_kv=8, d_ff=48, num_layers=2)
-  settings.update(fields)
-  return tiny_models.config(components, causal_lm, modeling, **settings)
-
-
 def _model(variant, head, seed=0, **fields):
   """A tiny model of the variant, every weight random (biases included)."""
-  torch.manual_seed(seed)
-  causal_lm = head == "causal_lm"
-  cls = (modeling.MtfSynthesizerForCausalLM if causal_lm
-         else modeling.MtfSynthesizerForConditionalGeneration)
-  model = cls(_config(variant.components, causal_lm, **fields))
-  return tiny_models.perturb(model, seed + 1).eval()
+  return tiny_models.random_model(modeling, variant.components,
+                                  head == "causal_lm", seed, **fields)
 
 
 def _ids(shape, seed, low=2):
@@ -122,7 +111,8 @@ def test_save_and_reload_is_the_same_model(variant, head, tmp_path):
 
 def test_every_config_field_is_written(tmp_path):
   """A field is written even where it equals PretrainedConfig's default."""
-  config = _config(("dot_product",), causal_lm=True, tie_word_embeddings=True)
+  config = tiny_models.config(("dot_product",), True, modeling,
+                              tie_word_embeddings=True)
   config.save_pretrained(tmp_path)
   with open(tmp_path / "config.json") as f:
     written = json.load(f)

@@ -23,48 +23,25 @@ import transformers
 from torch._dynamo import utils as dynamo_utils
 from transformers import cache_utils
 
+import tiny_models
 from mtf_synthesizer import attentions
-from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
 from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
 HEADS = ("seq2seq", "causal_lm")
-VOCAB, N = 48, 16  # vocabulary; the tables' positions
+VOCAB, N = tiny_models.RANDOM_MODEL_VOCAB, tiny_models.N
 NEW_TOKENS = 6
 TOLERANCE = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-  """Tiny models run fastest on one thread (and the machine is shared)."""
-  threads = torch.get_num_threads()
-  torch.set_num_threads(1)
-  yield
-  torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _model(variant, head, seed=0):
   """A tiny model of the variant, every weight random (biases included)."""
-  torch.manual_seed(seed)
-  causal_lm = head == "causal_lm"
-  config = configuration_mtf_synthesizer.MtfSynthesizerConfig(
-      vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=48, num_layers=2,
-      num_heads=2, dropout_rate=0.0, synthesizer_max_length=N,
-      factorized_random_k=4, factorized_dense_factors=(4, 4),
-      relative_attention_num_buckets=8, relative_attention_max_distance=16,
-      encoder_synthesizers=variant.components,
-      decoder_synthesizers=variant.components,
-      is_encoder_decoder=not causal_lm)
-  cls = (modeling.MtfSynthesizerForCausalLM if causal_lm
-         else modeling.MtfSynthesizerForConditionalGeneration)
-  model = cls(config)
-  generator = torch.Generator().manual_seed(seed + 1)
-  with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(("b2", "ba", "bb", "alpha_logits", ".bias")):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
-  return model.eval()
+  return tiny_models.random_model(modeling, variant.components,
+                                  head == "causal_lm", seed)
 
 
 def _batches(head):

@@ -19,6 +19,8 @@ VOCAB, N = 64, 16  # vocabulary; the tables' positions (synthesizer_max_length)
 # Mesh starts these at zero: D's and FD's biases, a mixture's logits.
 ZERO_INITIALIZED = ("w1.bias", "b2", "ba", "bb", "alpha_logits")
 TOLERANCE = 1e-5
+# random_model's vocabulary (a beam search over every token stays fast).
+RANDOM_MODEL_VOCAB = 48
 
 
 def config(components: Sequence[str], causal_lm: bool = False,
@@ -110,3 +112,27 @@ def assert_close_gradients(actual: Dict[str, torch.Tensor],
     scale = max(float(expected[name].abs().max()), 1.0)
     difference = float((actual[name] - expected[name]).abs().max())
     assert difference <= tolerance * scale, (name, difference)
+
+
+def random_model(modeling: types.ModuleType, components: Sequence[str],
+                 causal_lm: bool = False, seed: int = 0, **fields):
+  """A tiny model in eval mode, two blocks deep, every weight random.
+
+  Args:
+    modeling: the modeling module whose classes build it (the package's).
+    components: the synthesizing functions of every self-attention.
+    causal_lm: one causal stack, else an encoder-decoder.
+    seed: draws the weights (the zero-initialized ones too: `perturb`).
+    **fields: fields that differ from the tiny ones.
+
+  Returns:
+    The model.
+  """
+  torch.manual_seed(seed)
+  settings = dict(vocab_size=RANDOM_MODEL_VOCAB, d_kv=8, d_ff=48,
+                  num_layers=2)
+  settings.update(fields)
+  model_class = (modeling.MtfSynthesizerForCausalLM if causal_lm
+                 else modeling.MtfSynthesizerForConditionalGeneration)
+  model = model_class(config(components, causal_lm, modeling, **settings))
+  return perturb(model, seed + 1).eval()
