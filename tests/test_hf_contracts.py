@@ -162,7 +162,9 @@ def test_saved_model_loads_without_the_package(head, tmp_path):
   assert module.startswith("transformers_modules"), module
   assert imported_package == "False"
   logits = torch.load(tmp_path / "model" / "side_logits.pt")
-  assert torch.equal(logits, expected)
+  # Another process (other thread counts): the same within float rounding.
+  assert _max_difference(logits, expected) <= 1e-5 * float(
+      expected.abs().max())
 
 
 # ---------------------------------------------------------------------------
