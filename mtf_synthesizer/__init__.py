@@ -109,14 +109,32 @@ gin.add_config_file_search_path(GIN_DIR)
 
 from mtf_synthesizer import attentions  # the table (no TensorFlow)
 
-# What `import_layers` binds here (the mesh layers and their modules).
-_LAYER_NAMES = (
-    "checkpoints", "encoder_classifier", "linformer",
-    "local_attention", "local_conv", "LinformerAttention",
-    "WindowedSelfAttention", "DecodableLocalConvAttnBlock", "release", "layer",
-    "synthesizers", "SynthesizerAttention", "Dense", "DotProduct",
-    "FactorizedDense", "FactorizedRandom", "FixedRandom", "Mixture", "Random",
-    "determinism", "optimize", "LeanAdafactorOptimizer",)
+# What `import_layers` binds here, in this order: each mesh layer or module
+# of theirs by name, and the module that is it (or holds it).
+_LAYERS = {
+    "checkpoints": "mtf_synthesizer.checkpoints",
+    "encoder_classifier": "mtf_synthesizer.baselines.encoder_classifier",
+    "linformer": "mtf_synthesizer.baselines.linformer",
+    "local_attention": "mtf_synthesizer.baselines.local_attention",
+    "local_conv": "mtf_synthesizer.baselines.local_conv",
+    "LinformerAttention": "mtf_synthesizer.baselines.linformer",
+    "WindowedSelfAttention": "mtf_synthesizer.baselines.local_attention",
+    "DecodableLocalConvAttnBlock": "mtf_synthesizer.baselines.local_conv",
+    "release": "mtf_synthesizer.checkpoints.release",
+    "layer": "mtf_synthesizer.core.layer",
+    "synthesizers": "mtf_synthesizer.core.synthesizers",
+    "SynthesizerAttention": "mtf_synthesizer.core.layer",
+    "Dense": "mtf_synthesizer.core.synthesizers",
+    "DotProduct": "mtf_synthesizer.core.synthesizers",
+    "FactorizedDense": "mtf_synthesizer.core.synthesizers",
+    "FactorizedRandom": "mtf_synthesizer.core.synthesizers",
+    "FixedRandom": "mtf_synthesizer.core.synthesizers",
+    "Mixture": "mtf_synthesizer.core.synthesizers",
+    "Random": "mtf_synthesizer.core.synthesizers",
+    "determinism": "mtf_synthesizer.training.determinism",
+    "optimize": "mtf_synthesizer.training.optimize",
+    "LeanAdafactorOptimizer": "mtf_synthesizer.training.optimize",
+}
 
 
 def _layers_on_import() -> bool:
@@ -149,46 +167,19 @@ def import_layers() -> None:
 
 
 def _import_layers() -> None:
-  """import_layers()'s imports, bound in the package."""
-  # pylint: disable=global-variable-undefined,redefined-outer-name
-  # pylint: disable=g-import-not-at-top,unused-import
-  global checkpoints, encoder_classifier, linformer, \
-      local_attention, local_conv, LinformerAttention, \
-      WindowedSelfAttention, DecodableLocalConvAttnBlock, release, layer, \
-      synthesizers, SynthesizerAttention, Dense, DotProduct, \
-      FactorizedDense, FactorizedRandom, FixedRandom, Mixture, Random, \
-      determinism, optimize, LeanAdafactorOptimizer
-  # (`from mtf_synthesizer import` would ask __getattr__ for it first.)
-  checkpoints = importlib.import_module("mtf_synthesizer.checkpoints")
-  from mtf_synthesizer.baselines import encoder_classifier
-  from mtf_synthesizer.baselines import linformer
-  from mtf_synthesizer.baselines import local_attention
-  from mtf_synthesizer.baselines import local_conv
-  from mtf_synthesizer.baselines.linformer import LinformerAttention
-  from mtf_synthesizer.baselines.local_attention import WindowedSelfAttention
-  from mtf_synthesizer.baselines.local_conv import DecodableLocalConvAttnBlock
-  from mtf_synthesizer.checkpoints import release
-  from mtf_synthesizer.core import layer
-  from mtf_synthesizer.core import synthesizers
-  from mtf_synthesizer.core.layer import SynthesizerAttention
-  from mtf_synthesizer.core.synthesizers import Dense
-  from mtf_synthesizer.core.synthesizers import DotProduct
-  from mtf_synthesizer.core.synthesizers import FactorizedDense
-  from mtf_synthesizer.core.synthesizers import FactorizedRandom
-  from mtf_synthesizer.core.synthesizers import FixedRandom
-  from mtf_synthesizer.core.synthesizers import Mixture
-  from mtf_synthesizer.core.synthesizers import Random
-  from mtf_synthesizer.training import determinism
-  from mtf_synthesizer.training import optimize
-  from mtf_synthesizer.training.optimize import LeanAdafactorOptimizer
-
+  """import_layers()'s imports, each bound here by its name in _LAYERS."""
+  # (By module path: `from mtf_synthesizer import x` would ask __getattr__.)
+  for name, module_name in _LAYERS.items():
+    module = importlib.import_module(module_name)
+    globals()[name] = (module if module_name.endswith("." + name)
+                       else getattr(module, name))
 
 if _layers_on_import():
   import_layers()
 
 
 def __getattr__(name):
-  if name in _LAYER_NAMES and not _importing_layers:
+  if name in _LAYERS and not _importing_layers:
     import_layers()  # a command imported the package without them
     return globals()[name]
   if name in _FORMER_PATHS:  # `mtf_synthesizer.summaries`, not yet imported
