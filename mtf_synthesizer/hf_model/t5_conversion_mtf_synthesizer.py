@@ -25,12 +25,16 @@ saved model with the modeling code.
 
 import copy
 import dataclasses
+import itertools
 import re
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Sequence, Set, Tuple, Union
 
 import torch
 from transformers import PreTrainedModel
 from transformers.utils import logging
+
+# pylint: disable-next=relative-beyond-top-level
+from .modeling_mtf_synthesizer import MtfSynthesizerFunction
 
 logger = logging.get_logger(__name__)
 
@@ -192,6 +196,22 @@ def _has_no_place_by_design(model: torch.nn.Module, t5_name: str) -> bool:
   return not hasattr(attention, match.group(2))
 
 
+def _synthesizer_own(model: torch.nn.Module) -> Set[str]:
+  """The names of the weights T5 has no counterpart for.
+
+  Those of each synthesizing function's module (`MtfSynthesizerFunction`,
+  whichever functions the model code registers) and a mixture's logits.
+  """
+  own = set()
+  for prefix, module in model.named_modules():
+    if isinstance(module, MtfSynthesizerFunction):
+      own.update(prefix + "." + name for name, _ in itertools.chain(
+          module.named_parameters(), module.named_buffers()))
+  own.update(name for name, _ in model.named_parameters()
+             if name.endswith(".alpha_logits"))
+  return own
+
+
 def copy_t5_weights(model: torch.nn.Module,
                     t5_state: Dict[str, torch.Tensor]) -> ConversionInfo:
   """Copies each T5 weight into the module of its name.
@@ -240,26 +260,18 @@ def copy_t5_weights(model: torch.nn.Module,
               "them (%r)" % (given[0][0], other_name, name))
       target.copy_(given[0][1])
       copied.add(id(target))
+  own = _synthesizer_own(model)
   initialized = []
   for name, target in targets.items():
     if id(target) in copied:
       continue
-    if not _is_synthesizer_own(name):
+    if name not in own:
       raise T5ConversionError(
           "the Synthesizer's %r has no T5 weight (the T5 state lacks %r)" %
           (name, name[len("model."):] if name.startswith("model.") else name))
     initialized.append(name)
   return ConversionInfo(unused_t5_weights=unused,
                         initialized_weights=initialized)
-
-
-# The attributes of the synthesizing functions and the mixture.
-_OWN = re.compile(r"\.SelfAttention\.(random|fixed_random|factorized_random|"
-                  r"dense|factorized_dense|alpha_logits)(\.|$)")
-
-
-def _is_synthesizer_own(name: str) -> bool:
-  return bool(_OWN.search(name))
 
 
 def from_t5(model_class: type,
