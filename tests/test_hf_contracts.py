@@ -109,6 +109,21 @@ def test_save_and_reload_is_the_same_model(variant, head, tmp_path):
         expected.abs().max())
 
 
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_base_model_saves_and_reloads_through_auto_model(variant, tmp_path):
+  """MtfSynthesizerModel (no output layer) through AutoModel."""
+  seq2seq = _model(variant, "seq2seq")
+  base = seq2seq.model
+  inputs = _inputs("seq2seq")
+  with torch.no_grad():
+    expected = base(**inputs).last_hidden_state
+  base.save_pretrained(tmp_path)
+  reloaded = transformers.AutoModel.from_pretrained(tmp_path).eval()
+  assert type(reloaded) is type(base)
+  with torch.no_grad():
+    assert torch.equal(reloaded(**inputs).last_hidden_state, expected)
+
+
 def test_every_config_field_is_written(tmp_path):
   """A field is written even where it equals PretrainedConfig's default."""
   config = tiny_models.config(("dot_product",), True, modeling,
