@@ -20,6 +20,7 @@ is checked by recording the kernel's calls.
 import pytest
 import torch
 
+import model_code
 import tiny_models
 from mtf_synthesizer import attentions
 
@@ -168,7 +169,8 @@ def test_one_kernel_call_per_layer(variant, monkeypatch):
   model = tiny_models.causal_lm(variant.components, num_layers=2)
   model.set_attn_implementation("sdpa")
   config = model.config
-  width = {"dot_product": config.d_kv, "dense": config.d_kv + 1,
+  # D's b2 joins the causal mask (a bias per key): no column of ones.
+  width = {"dot_product": config.d_kv, "dense": config.d_kv,
            "factorized_random": config.factorized_random_k}
   columns = sum(width.get(name, 0) for name in variant.components)
   ids = tiny_models.ids((2, 5), seed=3)
@@ -193,8 +195,7 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
   tiny_models.assert_close_gradients(results["sdpa"][1], results["eager"][1])
   if "random" in variant.components:
     return  # R's table needs a gradient: on CPU the columns stay out
-  columns = {"dot_product": model.config.d_kv,
-             "dense": model.config.d_kv + 1,
+  columns = {"dot_product": model.config.d_kv, "dense": model.config.d_kv,
              "factorized_random": model.config.factorized_random_k}
   width = sum(columns.get(name, 0) for name in variant.components)
   model.zero_grad()
@@ -212,6 +213,90 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
   # four columns alone are padded to d_kv.
   if width > model.config.d_kv:
     assert [w for w in widths if w != model.config.d_kv] == [width] * 4
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_dense_bias_as_a_column_without_other_bias(variant, monkeypatch):
+  """An encoder with no mask and no relative bias: b2 against ones."""
+  model = tiny_models.perturb(tiny_models.seq2seq(
+      variant.components, num_layers=2, relative_attention_type=None))
+  model.eval()
+  encoder = model.get_encoder()
+  input_ids = tiny_models.ids((3, 9), seed=4).clamp(min=2)  # no padding
+  eager, fused = _both(model, lambda m: m.get_encoder()(
+      input_ids=input_ids).last_hidden_state)
+  assert _relative(fused, eager) < TOLERANCE
+  config = model.config
+  functions = model_code.load().FUNCTIONS
+  # A function that contributes a bias (R, Fix, FD) takes b2 in.
+  no_bias = all(functions[name] is None or
+                functions[name].contributes != "bias"
+                for name in variant.components)
+  width = {"dot_product": config.d_kv, "dense": config.d_kv + no_bias,
+           "factorized_random": config.factorized_random_k}
+  columns = sum(width.get(name, 0) for name in variant.components)
+  widths = _kernel_widths(encoder, monkeypatch, input_ids=input_ids)
+  assert widths == ([max(columns, config.d_kv)] * 2 if columns else [])
+
+
+def _cuda_layout(monkeypatch):
+  """The CUDA kernel's layout on CPU (sdpa's math kernel computes it).
+
+  Returns:
+    The (query, key, value) widths of the kernel calls that follow.
+  """
+  modeling = model_code.load()
+  monkeypatch.setattr(modeling, "_kernel_layout", lambda is_cuda, has_bias: (
+      modeling.KernelLayout(8, has_bias, True)))
+  calls = []
+  kernel = torch.nn.functional.scaled_dot_product_attention
+
+  def recording(query, key, value, *args, **kwargs):
+    calls.append((query.shape[-1], key.shape[-1], value.shape[-1]))
+    return kernel(query, key, value, *args, **kwargs)
+
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      recording)
+  return calls
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_cuda_layout_fused_equals_eager(variant, options, monkeypatch):
+  """CUDA's layout: narrower values, R, Fix, FD on zero queries and keys.
+
+  A training step of a seq2seq's padded batch (its relative bias needs a
+  gradient and stays in the kernel) and a causal LM's left-padded batch.
+  """
+  model = tiny_models.perturb(tiny_models.seq2seq(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  model.train()
+  input_ids, mask, labels = tiny_models.padded_inputs()
+  model.set_attn_implementation("eager")
+  eager = tiny_models.loss_and_gradients(
+      model, input_ids=input_ids, attention_mask=mask, labels=labels)
+  calls = _cuda_layout(monkeypatch)
+  model.set_attn_implementation("sdpa")
+  fused = tiny_models.loss_and_gradients(
+      model, input_ids=input_ids, attention_mask=mask, labels=labels)
+  assert abs(fused[0] - eager[0]) < TOLERANCE
+  tiny_models.assert_close_gradients(fused[1], eager[1])
+  # Every layer in the kernel (4 self-, 2 cross-attention), each with a
+  # bias (masks), so with values of their own width; queries and keys a
+  # multiple of 8.
+  d_kv = model.config.d_kv
+  assert len(calls) == 6
+  assert all(v == d_kv and q == k and q % 8 == 0 for q, k, v in calls)
+  causal = tiny_models.perturb(tiny_models.causal_lm(
+      variant.components, num_layers=2, **OPTIONS[options]))
+  causal.eval()
+  ids, mask = _left_padded_batch()
+  positions = (mask.cumsum(-1) - 1).clamp(min=0)
+  eager, fused = _both(causal, lambda m: m(
+      input_ids=ids, attention_mask=mask, position_ids=positions,
+      use_cache=False).logits)
+  tokens = mask.bool()
+  assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

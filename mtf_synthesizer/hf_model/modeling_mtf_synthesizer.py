@@ -25,10 +25,10 @@ and Y = softmax(S + relative position bias + masks) G(X) W_o (eq. 3).
 One attention path serves them all, one call of transformers' attention
 interface per layer (`config._attn_implementation`). With "sdpa" (fused)
 each function contributes query and key columns whose product is its logits
-(V: Q and K; D: [relu(W1 X + b1), 1] and [W2^T, b2]; FR: R1's and R2's
-rows), put side by side so that the kernel's Q K^T is the mixture, or an
-additive bias (R, Fix, FD), which joins the relative position bias and the
-masks (both computed once per stack). With "eager" (the readable reference)
+(V: Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias per key; FR: R1's
+and R2's rows), put side by side so that the kernel's Q K^T is the mixture,
+or an additive bias (R, Fix, FD), which joins the relative position bias
+and the masks (both computed once per stack). With "eager" (the readable reference)
 every function but the dot product adds its logits to the bias. The tables
 are read by slicing (rows and columns of contiguous positions); only a batch
 with per-example positions (`position_ids`, e.g. left padding) gathers.
@@ -41,7 +41,7 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 
 import dataclasses
 import math
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -176,9 +176,10 @@ class Positions:
 # mixture weight per head) applied to its cheapest factor: the readable
 # reference that the eager kernel adds to its bias. Each also says what it
 # gives the fused kernel (`contributes`): COLUMNS, a query side
-# [1 or batch, heads, length, c] and a key side [1 or batch, heads,
-# memory_length, c] whose product is its logits (`columns()`), or BIAS, its
-# logits as an additive bias (`forward()`).
+# [1 or batch, heads, length, c], a key side [1 or batch, heads,
+# memory_length, c] and a bias per key [1 or batch, heads, memory_length]
+# (or None) that make its logits (`columns()`), or BIAS, its logits as an
+# additive bias (`forward()`).
 
 # What a function contributes to the fused kernel.
 COLUMNS = "columns"
@@ -330,12 +331,12 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
     return torch.matmul(r1, r2.transpose(-1, -2))
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
-    """(R1's query rows, scale * R2's memory rows): k columns each."""
+    """(R1's query rows, scale * R2's memory rows, None): k columns each."""
     del hidden, queries
     r2 = _key_rows(self.R2, positions)
     if scale is not None:
       r2 = r2 * scale.to(r2.dtype)[None, :, None, None]
-    return _rows(self.R1, positions), r2
+    return _rows(self.R1, positions), r2, None
 
 
 def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -370,8 +371,8 @@ class _DenseHidden(MtfSynthesizerFunction):
 class MtfSynthesizerDense(_DenseHidden):
   """D (eq. 1-2): each query predicts its row of N logits.
 
-  As columns: [relu(W1 X_i + b1), 1] . [W2^T, b2]_j, the key side a
-  slice of the weights, the same for every example.
+  As columns: relu(W1 X_i + b1) . W2^T_j + b2_j, the key side a slice of
+  the weights, the same for every example, b2 a bias per key.
   """
   name = "dense"
   contributes = COLUMNS
@@ -414,18 +415,21 @@ class MtfSynthesizerDense(_DenseHidden):
     return logits
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
-    """([relu(W1 X + b1), 1], scale * [W2^T, b2] at the memory rows)."""
+    """(relu(W1 X + b1), scale * W2^T's memory rows, scale * b2's columns).
+
+    b2 is the same for every query: the layer adds it to its bias, or
+    joins it as a column of the keys against a column of ones.
+    """
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
-    # [1|b, heads, s, hidden (+ 1)]: the rows in use, sliced first.
+    # [1|b, heads, s, hidden]: the rows in use, sliced first.
     keys = _key_rows(self.w2.transpose(1, 2), positions)
-    if self.use_bias:
-      h = torch.cat([h, torch.ones_like(h[..., :1])], dim=-1)
-      keys = torch.cat([keys, _key_rows(self.b2[..., None], positions)],
-                       dim=-1)
     if scale is not None:
       keys = keys * scale.to(keys.dtype)[None, :, None, None]
-    return h, keys
+    b2 = None
+    if self.use_bias:
+      b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
+    return h, keys, b2
 
 
 class MtfSynthesizerFactorizedDense(_DenseHidden):
@@ -744,9 +748,12 @@ class MtfSynthesizerAttention(nn.Module):
     The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
     mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
     other functions' key side (a slice of weights, without a batch
-    dimension); R, Fix and FD join the bias. The scale is 1: run-time
-    query scaling (`scale_queries`) multiplies V's columns only. On CPU,
-    with a bias that needs a gradient, only V's columns go in (see below).
+    dimension); R, Fix, FD and the functions' biases per key (D's b2) join
+    the bias. The scale is 1: run-time query scaling (`scale_queries`)
+    multiplies V's columns only. Without columns (R, Fix, FD) the kernel
+    runs on zero queries and keys where its values may be narrower
+    (`_kernel_layout`). On CPU, with a bias that needs a gradient, only V's
+    columns go in (see below).
 
     Args: as `_reference` (without queries), and
       implementation: the attention interface's name.
@@ -772,9 +779,10 @@ class MtfSynthesizerAttention(nn.Module):
     # (columns would only be copied). So do they for one query (a decoding
     # step): one row of logits costs less than copying the cached keys and
     # values into wider columns at every step.
+    layout = _kernel_layout(hidden.is_cuda, bias is not None)
     fusable = hidden.shape[1] > 1 and (
-        hidden.is_cuda or bias is None or not bias.requires_grad)
-    query_parts, key_parts = [], []
+        layout.bias_gradient or bias is None or not bias.requires_grad)
+    query_parts, key_parts, key_biases = [], [], []
     for name, function, scale in functions:
       if name == "dot_product":
         if self.config.scale_queries:
@@ -782,19 +790,35 @@ class MtfSynthesizerAttention(nn.Module):
         query_parts.append(self._scaled_queries(hidden, scale))
         key_parts.append(keys)
       elif function.contributes == COLUMNS and fusable:
-        query, key = function.columns(hidden, queries, positions, scale)
+        query, key, key_bias = function.columns(hidden, queries, positions,
+                                                scale)
         query_parts.append(query)
         key_parts.append(key)
+        if key_bias is not None:
+          key_biases.append(key_bias)
       elif function.contributes == COLUMNS:
         term = function(hidden, queries, positions, scale)
         bias = term if bias is None else bias + term
+    for key_bias in key_biases:  # [1|b, heads, s]
+      if bias is None:  # a column of ones against it keeps the kernel free
+        query_parts.append(hidden.new_ones(1, self.num_heads,
+                                           hidden.shape[1], 1))
+        key_parts.append(key_bias[..., None])
+      else:
+        bias = bias + key_bias[:, :, None, :]
+    multiple, values_apart = layout.multiple, layout.values_apart
     dropout = self.dropout if self.training else 0.0
-    if not query_parts:  # R, Fix, FD: no columns, softmax(bias) V
-      return synthesized_attention_forward(self, values, bias, dropout)[0], (
-          None)
+    if not query_parts:  # R, Fix, FD: softmax(bias) V
+      if not (fusable and values_apart):
+        return synthesized_attention_forward(self, values, bias,
+                                             dropout)[0], None
+      query_parts = [hidden.new_zeros(1, self.num_heads, hidden.shape[1],
+                                      multiple)]
+      key_parts = [hidden.new_zeros(1, self.memory_heads, values.shape[2],
+                                    multiple)]
     module = self
-    if len(key_parts) > int(self.has_dot_product) and (
-        self.num_key_value_groups > 1):
+    if self.num_key_value_groups > 1 and any(
+        k.shape[1] != self.memory_heads for k in key_parts):
       # Per-head key columns: V's shared keys and values join every head.
       module = self.every_head
       values = _repeat_heads(values, self.num_key_value_groups)
@@ -803,14 +827,15 @@ class MtfSynthesizerAttention(nn.Module):
     dtype = values.dtype
     query = _side_by_side(query_parts, values.shape[0], dtype)
     key = _side_by_side(key_parts, values.shape[0], dtype)
-    # The fused kernels want one head width for queries, keys and values
-    # (on CUDA a multiple of 8): zero columns change no logit, and the
-    # values' zero columns are cut from the output.
+    # Zero columns change no logit; the values' zero columns are cut from
+    # the output.
     if fusable:
-      multiple = KERNEL_WIDTH_MULTIPLE if query.is_cuda else 1
-      width = -(-max(query.shape[-1], self.d_kv) // multiple) * multiple
-      query, key, values = (_pad_width(x, width)
-                            for x in (query, key, values))
+      width = _round_up(query.shape[-1], multiple)
+      value_width = _round_up(self.d_kv, multiple)
+      if not values_apart:
+        width = value_width = max(width, value_width)
+      query, key = _pad_width(query, width), _pad_width(key, width)
+      values = _pad_width(values, value_width)
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(dtype)
@@ -842,10 +867,46 @@ class _EveryHead:
     return self._layer[0].layer_idx
 
 
-# The fused kernel's head width, on CUDA, is a multiple of this (sdpa's fused
-# kernels need one width for queries, keys and values, on CPU too; CUDA's
-# want multiples of 8).
+# The fused kernel's head widths, on CUDA, are multiples of this.
 KERNEL_WIDTH_MULTIPLE = 8
+
+
+class KernelLayout(NamedTuple):
+  """What sdpa's fused kernels take on a device.
+
+  Attributes:
+    multiple: queries' and keys' head width is a multiple of this.
+    values_apart: the values keep a width of their own (a multiple too);
+      else queries, keys and values have one width.
+    bias_gradient: a bias that needs a gradient keeps the call fused.
+  """
+  multiple: int
+  values_apart: bool
+  bias_gradient: bool
+
+
+def _kernel_layout(is_cuda: bool, has_bias: bool) -> KernelLayout:
+  """The layout of one call's fused kernel.
+
+  On CUDA a bias sends sdpa to its memory-efficient kernel, which takes
+  narrower values and returns the bias' gradient; its flash kernel (no
+  bias) and the CPU's kernels take one width, and the CPU's no bias that
+  needs a gradient (its math kernel writes the logits).
+
+  Args:
+    is_cuda: the call runs on CUDA.
+    has_bias: the call has an additive bias.
+
+  Returns:
+    The KernelLayout.
+  """
+  if not is_cuda:
+    return KernelLayout(1, False, False)
+  return KernelLayout(KERNEL_WIDTH_MULTIPLE, has_bias, True)
+
+
+def _round_up(width: int, multiple: int) -> int:
+  return -(-width // multiple) * multiple
 
 
 def _pad_width(x: torch.Tensor, width: int) -> torch.Tensor:
