@@ -251,9 +251,16 @@ def _cuda_layout(monkeypatch):
   calls = []
   kernel = torch.nn.functional.scaled_dot_product_attention
 
-  def recording(query, key, value, *args, **kwargs):
+  def recording(query, key, value, attn_mask=None, **kwargs):
+    # CUDA's fused kernels read every tensor's last dimension with stride 1.
+    strides = [x.stride(-1) for x in (query, key, value, attn_mask)
+               if x is not None]
+    assert strides == [1] * len(strides)
+    # cuDNN's kernel fails on narrower values: the model takes it out.
+    assert torch.backends.cuda.cudnn_sdp_enabled() == (
+        value.shape[-1] == query.shape[-1])
     calls.append((query.shape[-1], key.shape[-1], value.shape[-1]))
-    return kernel(query, key, value, *args, **kwargs)
+    return kernel(query, key, value, attn_mask=attn_mask, **kwargs)
 
   monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                       recording)
@@ -297,6 +304,35 @@ def test_cuda_layout_fused_equals_eager(variant, options, monkeypatch):
       use_cache=False).logits)
   tokens = mask.bool()
   assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_compiled_step_with_the_cuda_layout(variant, monkeypatch):
+  """fullgraph compile through narrower values and the kernel's backends."""
+  torch._dynamo.reset()
+  model = tiny_models.perturb(tiny_models.seq2seq(variant.components))
+  model.set_attn_implementation("sdpa")
+  model.train()
+  input_ids, mask, labels = tiny_models.padded_inputs()
+  kernel = torch.nn.functional.scaled_dot_product_attention
+  calls = _cuda_layout(monkeypatch)
+
+  def step(input_ids, attention_mask, labels):
+    return model(input_ids=input_ids, attention_mask=attention_mask,
+                 labels=labels).loss
+
+  model.zero_grad()
+  step(input_ids, mask, labels).backward()
+  expected = (len(calls), tiny_models.gradients(model))
+  model.zero_grad()
+  # The kernel itself under compile (the recorder reads global flags).
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      kernel)
+  compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+  compiled(input_ids, mask, labels).backward()
+  tiny_models.assert_close_gradients(tiny_models.gradients(model),
+                                     expected[1])
+  assert expected[0] == 3  # the eager run's kernel calls, all recorded
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

@@ -8,10 +8,11 @@ shared per stack) runs a training forward and backward with
 `attn_implementation="eager"` (the reference) and with "sdpa" (the fused
 path), in float32 (TF32 off); the check compares the logits and every
 gradient (the largest difference relative to the largest value). On CUDA the
-fused run may use sdpa's flash, memory-efficient and cuDNN kernels only, so
-a call that would fall back to the math kernel (which writes the logits)
-raises instead of running slowly; a bf16-autocast training step at the
-benchmark's head width (64) runs under the same restriction. The CPU has
+fused run may use sdpa's flash, memory-efficient and cuDNN kernels only (the
+memory-efficient one where values are narrower), so a call that would fall
+back to the math kernel (which writes the logits) raises instead of running
+slowly; a bf16-autocast training step and an inference forward at the
+benchmark's head width (64) run under the same restriction. The CPU has
 no such restriction (its kernels take no bias needing a gradient).
 
 Needs torch and transformers only (the model code is loaded by path, as
@@ -39,8 +40,8 @@ class Result:
     logits: the fused logits' largest difference from eager's, relative to
       eager's largest.
     gradients: the same over every gradient (each relative to its own).
-    bf16_step: a bf16-autocast training step at head width 64 ran in the
-      fused kernels.
+    bf16_step: a bf16-autocast training step and inference forward at head
+      width 64 ran in the fused kernels, finite.
     error: why a run failed, or None.
   """
   label: str
@@ -95,10 +96,25 @@ def _batch(device, vocab, batch=3, inputs=20, targets=12):
           "labels": labels.to(device)}
 
 
+@contextlib.contextmanager
+def _narrow_values_fused_only(device: torch.device):
+  """The model's kernels for narrower values without math, on CUDA."""
+  modeling = torch_benchmark.load_model_code()
+  backends = modeling.NARROW_VALUE_BACKENDS
+  if device.type == "cuda":
+    modeling.NARROW_VALUE_BACKENDS = [
+        torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION]
+  try:
+    with fused_kernels_only(device):
+      yield
+  finally:
+    modeling.NARROW_VALUE_BACKENDS = backends
+
+
 def _run(model, batch, implementation, device):
   model.set_attn_implementation(implementation)
   model.zero_grad(set_to_none=True)
-  context = (fused_kernels_only(device) if implementation == "sdpa"
+  context = (_narrow_values_fused_only(device) if implementation == "sdpa"
              else contextlib.nullcontext())
   with context:
     out = model(**batch, use_cache=False)
@@ -135,11 +151,15 @@ def check_variant(label: str, components, device: torch.device) -> Result:
                    targets=16)
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16)
                 if device.type == "cuda" else contextlib.nullcontext())
-    with fused_kernels_only(device), autocast:
-      loss = model(**batch, use_cache=False).loss
-    with fused_kernels_only(device):
+    with _narrow_values_fused_only(device):
+      with autocast:
+        loss = model(**batch, use_cache=False).loss
       loss.backward()
-    result.bf16_step = bool(torch.isfinite(loss.detach()))
+      model.eval()  # inference (no gradient) takes other kernels
+      with autocast, torch.no_grad():
+        logits = model(**batch, use_cache=False).logits
+    result.bf16_step = bool(torch.isfinite(loss.detach()) and
+                            torch.isfinite(logits).all())
   except (RuntimeError, ValueError) as e:  # a kernel refused the call
     result.error = str(e).splitlines()[0][:200]
   return result

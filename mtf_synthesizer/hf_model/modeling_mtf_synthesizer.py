@@ -39,11 +39,13 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 -1e9.
 """
 
+import contextlib
 import dataclasses
 import math
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import torch
+import torch.nn.attention
 from torch import nn
 from transformers import GenerationMixin
 from transformers import PreTrainedModel
@@ -841,8 +843,13 @@ class MtfSynthesizerAttention(nn.Module):
       bias = bias.to(dtype)
     interface = ALL_ATTENTION_FUNCTIONS.get_interface(
         implementation, eager_attention_forward)
-    out, _ = interface(module, query, key, values, None, dropout=dropout,
-                       scaling=1.0, position_bias=bias, is_causal=False)
+    context = contextlib.nullcontext()
+    if values.shape[-1] != query.shape[-1] and implementation == "sdpa":
+      # cuDNN's kernel accepts narrower values and then fails: not offered.
+      context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
+    with context:
+      out, _ = interface(module, query, key, values, None, dropout=dropout,
+                         scaling=1.0, position_bias=bias, is_causal=False)
     return out[..., :self.d_kv], None
 
 
@@ -869,6 +876,10 @@ class _EveryHead:
 
 # The fused kernel's head widths, on CUDA, are multiples of this.
 KERNEL_WIDTH_MULTIPLE = 8
+# sdpa's kernels for values narrower than queries and keys (the
+# memory-efficient one; math where it cannot run).
+NARROW_VALUE_BACKENDS = [torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION,
+                         torch.nn.attention.SDPBackend.MATH]
 
 
 class KernelLayout(NamedTuple):
@@ -922,7 +933,10 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
 
   One part is expanded over the batch, not copied.
   """
-  parts = [p.to(dtype) for p in parts]
+  # The fused kernels on CUDA read columns of stride 1 (D's keys are a
+  # transposed weight): copied before the batch is expanded.
+  parts = [p.to(dtype) if p.stride(-1) == 1 else p.to(dtype).contiguous()
+           for p in parts]
   if len(parts) == 1:
     return parts[0].expand(batch, -1, -1, -1)
   return torch.cat([p.expand(batch, -1, -1, -1) for p in parts], dim=-1)
