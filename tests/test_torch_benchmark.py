@@ -10,12 +10,14 @@ makes no claim about speed.
 """
 
 import dataclasses
+import gc
 import json
 import os
 import re
 import subprocess
 import sys
 import types
+import weakref
 
 import pytest
 import torch
@@ -145,6 +147,30 @@ def test_saved_activations_count_each_storage_once():
   saved = torch_benchmark.saved_activation_bytes(Toy(), {"x": x},
                                                  torch.device("cpu"))
   assert saved == 2 * 4 * 8 * 4  # h and y, each once; no weight
+
+
+def test_saved_activations_are_freed_after_the_count():
+  """Nothing the measured forward saved outlives it (a model's activations
+  would stay on the device, model after model)."""
+  saved = []
+
+  class Toy(torch.nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      self.weight = torch.nn.Parameter(torch.ones(8, 8))
+
+    def forward(self, x, use_cache):
+      del use_cache
+      h = x.exp()  # saves its own output
+      saved.append(weakref.ref(h))
+      return types.SimpleNamespace(loss=(h @ self.weight).sum())
+
+  x = torch.zeros(4, 8, requires_grad=True)
+  assert torch_benchmark.saved_activation_bytes(
+      Toy(), {"x": x}, torch.device("cpu")) == 4 * 8 * 4
+  gc.collect()
+  assert saved and saved[0]() is None
 
 
 def test_saved_activations_without_relative_bias(report):

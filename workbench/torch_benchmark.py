@@ -365,7 +365,10 @@ def saved_activation_bytes(model: torch.nn.Module,
     storage = tensor.untyped_storage()
     if storage.data_ptr() not in weights:
       storages[storage.data_ptr()] = storage.nbytes()
-    return tensor  # kept alive until the graph goes: no address is reused
+    # Kept alive until the graph goes (no address is reused); detached: a
+    # node's own output packed as itself would hold the graph in a cycle
+    # that outlives the call (every model's activations, on the device).
+    return tensor.detach()
 
   with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
     with _autocast(device):
