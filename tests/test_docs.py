@@ -117,6 +117,8 @@ RUN_ELSEWHERE = {
     ("docs/pytorch.md", "train_fsdp.py"): "test_torch_training.py",
     ("README.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
+    ("docs/pytorch_benchmark.md", "check_torch_device.py"):
+        "test_torch_device_check.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (

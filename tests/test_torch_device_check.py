@@ -8,11 +8,15 @@ and exit status.
 """
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import conftest
+import doc_blocks
 from workbench import torch_benchmark
 from workbench import torch_device_check
 
@@ -38,16 +42,34 @@ def test_a_kernel_off_by_a_little_fails(monkeypatch):
   assert all(r.logits > torch_device_check.TOLERANCE for r in results)
 
 
+def test_documented_command_runs_without_a_gpu(tmp_path):
+  """docs/pytorch_benchmark.md's command, GPUs hidden: every variant."""
+  documented = doc_blocks.find("docs/pytorch_benchmark.md",
+                               "check_torch_device.py")
+  argv = documented.substituted({
+      ".venv/bin/python": sys.executable,
+      "runs/torch_device_check": str(tmp_path)})
+  env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+  proc = subprocess.run(argv, cwd=conftest.REPO, env=env, timeout=600,
+                        capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+  assert "on CPU" in proc.stdout
+  with open(tmp_path / "torch_device_check.json") as f:
+    assert [r["label"] for r in json.load(f)] == LABELS
+  with open(tmp_path / "torch_device_check.md") as f:
+    assert f.read() == proc.stdout
+
+
 def test_command_prints_its_table_and_writes_json(tmp_path, capsys):
-  output = tmp_path / "check.json"
   status = conftest.run_tool("check_torch_device.py", [
-      "--device", "cpu", "--variants", "FD,R+V", "--output", str(output)])
+      "--device", "cpu", "--variants", "FD,R+V", "--output_dir",
+      str(tmp_path)])
   text = capsys.readouterr().out
   assert status == 0, text
   rows = [line for line in text.splitlines() if line.startswith("|")][2:]
   assert [row.split("|")[1].strip() for row in rows] == ["FD", "R+V"]
   assert all(row.rstrip(" |").endswith("pass") for row in rows)
-  with open(output) as f:
+  with open(tmp_path / "torch_device_check.json") as f:
     assert [r["passed"] for r in json.load(f)] == [True, True]
   assert conftest.run_tool("check_torch_device.py",
                            ["--device", "cpu", "--variants", "nope"]) == 2

@@ -8,11 +8,13 @@ call it would take raises. Exit status 1 if a variant fails. Needs torch
 and transformers only. See `workbench/torch_device_check.py`.
 
   .venv/bin/python tools/check_torch_device.py
-  python3 tools/check_torch_device.py --device cuda --variants D,D+V
+  python3 tools/check_torch_device.py --device cuda --variants D,D+V \
+      --output_dir runs/torch_device_check
 """
 
 import argparse
 import json
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -28,8 +30,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="cuda or cpu (default: cuda when present)")
   parser.add_argument("--variants", default=None,
                       help="comma-separated labels (default: every variant)")
-  parser.add_argument("--output", default=None,
-                      help="also writes the results there as JSON")
+  parser.add_argument("--output_dir", default=None,
+                      help="also writes torch_device_check.json and "
+                      "torch_device_check.md there")
   args = parser.parse_args(argv)
   device = torch_benchmark.resolve_device(args.device)
   labels = None
@@ -42,10 +45,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           unknown, ", ".join(known)), file=sys.stderr)
       return 2
   results = torch_device_check.check(device, labels)
-  print(torch_device_check.markdown(results, device), end="")
-  if args.output:
-    with open(args.output, "w") as f:
+  text = torch_device_check.markdown(results, device)
+  print(text, end="")
+  if args.output_dir:
+    os.makedirs(args.output_dir, exist_ok=True)
+    path = os.path.join(args.output_dir, "torch_device_check")
+    with open(path + ".json", "w") as f:
       json.dump(torch_device_check.as_json(results), f, indent=1)
+    with open(path + ".md", "w") as f:
+      f.write(text)
   return 0 if all(r.passed for r in results) else 1
 
 
