@@ -226,3 +226,46 @@ def test_generate_with_a_static_cache(capsys, monkeypatch):
   # Each of the 3 models' warmup and timed call: a self-attention cache
   # and a cross-attention one.
   assert len(made) == 3 * 2 * 2
+
+
+def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
+                                                             monkeypatch,
+                                                             capsys):
+  """R runs out of memory in round 2: round 1's report is on disk after
+  round 1, and the final one has R's error and the others' figures."""
+  train_step = torch_benchmark._train_step
+  written = []
+
+  def failing(entry, batch, device):
+    if entry.label == "R" and entry.step_s:
+      raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate")
+    return train_step(entry, batch, device)
+
+  def dump(_):
+    with open(tmp_path / "torch_benchmark.json") as f:
+      written.append(json.load(f))
+
+  monkeypatch.setattr(torch_benchmark, "_train_step", failing)
+  run = torch_benchmark.run
+  monkeypatch.setattr(torch_benchmark, "run", lambda *a, **k: run(
+      *a, **dict(k, progress=lambda r: (k["progress"](r), dump(r)))))
+  flags = list(TINY_FLAGS)
+  flags[flags.index("--rounds") + 1] = "2"
+  flags[flags.index("--steps") + 1] = "2"
+  status = conftest.run_tool("benchmark_torch.py", flags + [
+      "--variants", "R", "--generate_repeats", "0",
+      "--output_dir", str(tmp_path)])
+  assert status == 1
+  assert [[r["error"] for r in w["results"]] for w in written] == [
+      [None, None, None],
+      [None, None, "round 2: CUDA out of memory. Tried to allocate"]]
+  first = {r["label"]: r for r in written[0]["results"]}
+  assert all(len(first[m]["step_s_all"]) == 1 for m in ("T5", "V", "R"))
+  final = {r["label"]: r for r in written[1]["results"]}
+  assert len(final["V"]["step_s_all"]) == 2
+  assert final["R"]["step_s_all"] == first["R"]["step_s_all"]
+  assert final["R"]["train_steps_per_s_vs_v"] > 0
+  text = capsys.readouterr().out
+  assert "- R failed in round 2: CUDA out of memory" in text
+  with open(tmp_path / "torch_benchmark.md") as f:
+    assert f.read() == text

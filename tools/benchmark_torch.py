@@ -109,23 +109,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     models = [v.strip() for v in args.variants.split(",") if v.strip()]
   command = "python tools/benchmark_torch.py " + shlex.join(
       sys.argv[1:] if argv is None else list(argv))
+
+  def write(report):
+    report["preset"] = preset
+    if args.output_dir:
+      os.makedirs(args.output_dir, exist_ok=True)
+      with open(os.path.join(args.output_dir, "torch_benchmark.json"),
+                "w") as f:
+        json.dump(report, f, indent=1)
+      with open(os.path.join(args.output_dir, "torch_benchmark.md"),
+                "w") as f:
+        f.write(torch_benchmark.markdown(report))
+
   try:
+    # Each round's report is written as it ends: a run stopped later keeps
+    # what it measured.
     report = torch_benchmark.run(dims, settings, models,
-                                 command=command.strip(), log=sys.stderr)
+                                 command=command.strip(), log=sys.stderr,
+                                 progress=write)
   except ValueError as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
-  report["preset"] = preset
-  text = torch_benchmark.markdown(report)
-  print(text, end="")
-  if args.output_dir:
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "torch_benchmark.json"),
-              "w") as f:
-      json.dump(report, f, indent=1)
-    with open(os.path.join(args.output_dir, "torch_benchmark.md"), "w") as f:
-      f.write(text)
-  return 0
+  write(report)
+  print(torch_benchmark.markdown(report), end="")
+  return 1 if any(r["error"] for r in report["results"]) else 0
 
 
 if __name__ == "__main__":

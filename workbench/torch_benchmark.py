@@ -47,7 +47,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import transformers
@@ -402,6 +402,7 @@ class _Entry:
   peak_bytes: Optional[int] = None
   saved_bytes: Optional[int] = None
   losses: List[float] = dataclasses.field(default_factory=list)
+  error: Optional[str] = None
 
 
 def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
@@ -461,8 +462,13 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 def run(dims: Dims, settings: Settings,
         models: Optional[Sequence[str]] = None,
         command: Optional[str] = None,
-        log: Any = None) -> Dict[str, Any]:
+        log: Any = None,
+        progress: Optional[Callable[[Dict[str, Any]], None]] = None
+        ) -> Dict[str, Any]:
   """Measures the models side by side; returns the report.
+
+  A model that fails (out of memory, say) is reported with its error and
+  what it measured before; the others go on.
 
   Args:
     dims: the sizes, the same for every model.
@@ -471,13 +477,16 @@ def run(dims: Dims, settings: Settings,
       and V are always measured (the ratios' references).
     command: the command line, recorded in the report.
     log: a file for progress lines (e.g. sys.stderr), or None.
+    progress: called with the report so far after each round (so that a
+      run stopped later keeps what it measured).
 
   Returns:
     A JSON-serializable dict: "device", "torch", "transformers", "date",
     "commit" (of the checkout), "dims", "settings", "command", and "results", one dict per model in
     order: label, components, params, step_s, train_steps_per_s,
     generate_tokens_per_s, peak_bytes (None on CPU), saved_bytes,
-    state_bytes, loss (first and last), and the ratios *_vs_t5 and *_vs_v.
+    state_bytes, loss (first and last), error (None, or why the model
+    stopped), and the ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
     raise ValueError("attn_implementation must be one of %s, got %r" % (
@@ -531,41 +540,68 @@ def run(dims: Dims, settings: Settings,
   generate_counts = _split(settings.generate_repeats, rounds)
   for r in range(rounds):
     for entry in entries:
-      if offload:
-        _sync(device)
-        base = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        _move(entry.model, entry.optimizer, device)
-      if r == 0:
-        entry.saved_bytes = saved_activation_bytes(entry.model, batch,
-                                                   device)
-      # Untimed: the warmup before the first round; after a move, one step.
-      warm = settings.warmup if r == 0 else int(offload)
-      for _ in range(warm):
-        _train_step(entry, batch, device)
-      for _ in range(step_counts[r]):
-        entry.step_s.append(_train_step(entry, batch, device))
-      if offload:
-        _sync(device)
-        peak = torch.cuda.max_memory_allocated(device) - base
-        entry.peak_bytes = max(entry.peak_bytes or 0, peak)
-      if settings.generate_repeats and r == 0:
-        _generate(entry, inputs, dims, device,
-                  settings.cache_implementation)  # warmup
-      for _ in range(generate_counts[r]):
-        seconds, tokens = _generate(entry, inputs, dims, device,
-                                    settings.cache_implementation)
-        entry.generate_s.append(seconds)
-        entry.generated = tokens
-      if offload:
-        _move(entry.model, entry.optimizer, torch.device("cpu"))
-        torch.cuda.empty_cache()
-      say("round %d/%d %-5s step %.4f s (median so far)" % (
-          r + 1, rounds, entry.label, statistics.median(entry.step_s)))
+      if entry.error is None:
+        try:
+          _measure_round(entry, r, settings, step_counts[r],
+                         generate_counts[r], batch, inputs, dims, device,
+                         offload)
+        except (RuntimeError, torch.OutOfMemoryError) as e:
+          entry.error = "round %d: %s" % (r + 1, str(e).splitlines()[0][:300])
+          entry.optimizer.zero_grad(set_to_none=True)
+          if offload:
+            _move(entry.model, entry.optimizer, torch.device("cpu"))
+            torch.cuda.empty_cache()
+      say("round %d/%d %-5s %s" % (
+          r + 1, rounds, entry.label,
+          "failed: %s" % entry.error if entry.error else
+          "step %.4f s (median so far)" % statistics.median(entry.step_s)))
+    if progress is not None:
+      progress(_report(entries, dims, settings, rounds, device, command))
+  return _report(entries, dims, settings, rounds, device, command)
 
+
+def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
+                   generate_calls: int, batch: Dict[str, torch.Tensor],
+                   inputs: Dict[str, torch.Tensor], dims: Dims,
+                   device: torch.device, offload: bool) -> None:
+  """One model's turn in round r: its steps and generate() calls."""
+  if offload:
+    _sync(device)
+    base = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    _move(entry.model, entry.optimizer, device)
+  if r == 0:
+    entry.saved_bytes = saved_activation_bytes(entry.model, batch, device)
+  # Untimed: the warmup before the first round; after a move, one step.
+  warm = settings.warmup if r == 0 else int(offload)
+  for _ in range(warm):
+    _train_step(entry, batch, device)
+  for _ in range(steps):
+    entry.step_s.append(_train_step(entry, batch, device))
+  if offload:
+    _sync(device)
+    peak = torch.cuda.max_memory_allocated(device) - base
+    entry.peak_bytes = max(entry.peak_bytes or 0, peak)
+  if settings.generate_repeats and r == 0:
+    _generate(entry, inputs, dims, device,
+              settings.cache_implementation)  # warmup
+  for _ in range(generate_calls):
+    seconds, tokens = _generate(entry, inputs, dims, device,
+                                settings.cache_implementation)
+    entry.generate_s.append(seconds)
+    entry.generated = tokens
+  if offload:
+    _move(entry.model, entry.optimizer, torch.device("cpu"))
+    torch.cuda.empty_cache()
+
+
+def _report(entries: List[_Entry], dims: Dims, settings: Settings,
+            rounds: int, device: torch.device,
+            command: Optional[str]) -> Dict[str, Any]:
+  """The report of what the entries measured so far (see `run`)."""
   results = []
   for entry in entries:
-    step = statistics.median(entry.step_s)
+    step = statistics.median(entry.step_s) if entry.step_s else None
     tokens_per_s = (entry.generated / statistics.median(entry.generate_s)
                     if entry.generate_s else None)
     results.append({
@@ -577,14 +613,15 @@ def run(dims: Dims, settings: Settings,
         "params": sum(p.numel() for p in entry.model.parameters()),
         "step_s": step,
         "step_s_all": entry.step_s,
-        "train_steps_per_s": 1.0 / step,
+        "train_steps_per_s": 1.0 / step if step else None,
         "generate_s_all": entry.generate_s,
         "generate_tokens_per_s": tokens_per_s,
         "peak_bytes": entry.peak_bytes,
         "saved_bytes": entry.saved_bytes,
         "state_bytes": _state_bytes(entry.model, entry.optimizer),
-        "loss_first": entry.losses[0],
-        "loss_last": entry.losses[-1],
+        "loss_first": entry.losses[0] if entry.losses else None,
+        "loss_last": entry.losses[-1] if entry.losses else None,
+        "error": entry.error,
     })
   by_label = {r["label"]: r for r in results}
   for result in results:
@@ -681,4 +718,8 @@ def markdown(report: Dict[str, Any]) -> str:
                      "n/a" if saved is None else "%.1f" % (saved / MIB),
                      _times(r.get("saved_bytes_vs_v")),
                      r["state_bytes"] / MIB))
+  failed = [r for r in report["results"] if r.get("error")]
+  if failed:
+    lines.append("")
+    lines += ["- %s failed in %s" % (r["label"], r["error"]) for r in failed]
   return "\n".join(lines) + "\n"
