@@ -489,6 +489,11 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
 # Attention.
 
 
+def _plus(bias: Optional[torch.Tensor], term: torch.Tensor) -> torch.Tensor:
+  """bias + term, where a missing bias is zero."""
+  return term if bias is None else bias + term
+
+
 def _repeat_heads(x: torch.Tensor, groups: int) -> torch.Tensor:
   """[b, memory_heads, s, d] -> [b, memory_heads * groups, s, d]."""
   if groups == 1:
@@ -723,7 +728,7 @@ class MtfSynthesizerAttention(nn.Module):
         continue
       term = getattr(self, name)(hidden, queries, positions,
                                  None if alpha is None else alpha[i])
-      bias = term if bias is None else bias + term
+      bias = _plus(bias, term)
     dropout = self.dropout if self.training else 0.0
     if not self.has_dot_product:
       # No Q K^T: the weights are softmax(bias).
@@ -773,7 +778,7 @@ class MtfSynthesizerAttention(nn.Module):
     for name, function, scale in functions:
       if function is not None and function.contributes == BIAS:
         term = function(hidden, queries, positions, scale)
-        bias = term if bias is None else bias + term
+        bias = _plus(bias, term)
     # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
     # relative bias in training): its math kernel writes the logits anyway,
     # so there the other functions' logits join the bias as in `_reference`
@@ -799,7 +804,7 @@ class MtfSynthesizerAttention(nn.Module):
           key_biases.append(key_bias)
       elif function.contributes == COLUMNS:
         term = function(hidden, queries, positions, scale)
-        bias = term if bias is None else bias + term
+        bias = _plus(bias, term)
     for key_bias in key_biases:  # [1|b, heads, s]
       if bias is None:  # a column of ones against it keeps the kernel free
         query_parts.append(hidden.new_ones(1, self.num_heads,
