@@ -406,14 +406,20 @@ class MtfSynthesizerDense(_DenseHidden):
   def forward(self, hidden, queries, positions: Positions, scale=None):
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
-    w2 = _columns(_per_head(self.w2, scale), positions)  # [1|b, h, k, s]
+    # The scale on the smaller factor: W2's columns, or the logits (fewer
+    # rows than W2's, as in a decoding step).
+    rows = h.shape[0] * h.shape[2]
+    late = scale is not None and rows < self.w2.shape[1]
+    w2 = _columns(_per_head(self.w2, None if late else scale), positions)
     if w2.shape[0] == 1:
       logits = _per_head_matmul(h.to(w2.dtype), w2[0])
     else:
       logits = torch.matmul(h.to(w2.dtype), w2)
     if self.use_bias:
-      b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
+      b2 = _columns(_per_head(self.b2, None if late else scale), positions)
       logits = logits + b2[:, :, None, :]
+    if late:
+      logits = logits * scale.float()[None, :, None, None]
     return logits
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
@@ -633,17 +639,23 @@ class MtfSynthesizerAttention(nn.Module):
   def _scaled_queries(self, x: torch.Tensor, scale) -> torch.Tensor:
     """Queries [batch, heads, t, d_kv] times a scale per head (or one).
 
-    The scale goes on the query kernel's rows, so that no [batch, heads, t,
-    d_kv] product is kept for the backward.
+    The scale goes on the smaller of the two: the query kernel's rows (no
+    [batch, heads, t, d_kv] product kept for the backward), or, for fewer
+    rows than d_model (a decoding step), the queries.
     """
     if scale is None:
       return self._heads(x, self.q)
+    b, t, d = x.shape
+    if b * t < d:
+      queries = self._heads(x, self.q)
+      if torch.is_tensor(scale):
+        return queries * scale.to(queries.dtype)[None, :, None, None]
+      return queries * scale
     weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
     if torch.is_tensor(scale):
       weight = weight * scale.to(weight.dtype)[:, None, None]
     else:
       weight = weight * scale
-    b, t, _ = x.shape
     out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
     return out.view(b, t, -1, self.d_kv).transpose(1, 2)
 
