@@ -105,9 +105,13 @@ def _stepped(model, ids, mask):
   return torch.cat(logits, dim=1)
 
 
-@pytest.mark.parametrize("options", sorted(OPTIONS))
-@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
-def test_causal_lm_fused_equals_eager(variant, options):
+def _causal_lm_both(variant, options):
+  """A tiny causal LM's left-padded batch, eager and fused.
+
+  Returns:
+    (the model, ids, mask, eager logits, fused logits, the tokens' places:
+    the padding's own rows attend to nothing, every logit masked).
+  """
   model = tiny_models.perturb(tiny_models.causal_lm(
       variant.components, num_layers=2, **OPTIONS[options]))
   model.eval()
@@ -116,9 +120,13 @@ def test_causal_lm_fused_equals_eager(variant, options):
   eager, fused = _both(model, lambda m: m(
       input_ids=ids, attention_mask=mask, position_ids=positions,
       use_cache=False).logits)
-  # The padding's own rows attend to nothing (every logit masked): compared
-  # at the tokens.
-  tokens = mask.bool()
+  return model, ids, mask, eager, fused, mask.bool()
+
+
+@pytest.mark.parametrize("options", sorted(OPTIONS))
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_causal_lm_fused_equals_eager(variant, options):
+  model, ids, mask, eager, fused, tokens = _causal_lm_both(variant, options)
   assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
   eager_steps, fused_steps = _both(model, lambda m: _stepped(m, ids, mask))
   assert _relative(fused_steps[tokens], eager[tokens]) < TOLERANCE
@@ -299,15 +307,7 @@ def test_cuda_layout_fused_equals_eager(variant, options, monkeypatch):
   columns = "columns" in _contributions(variant.components)
   assert len(calls) == 2 + 4 * columns
   assert all(v == d_kv and q == k and q % 8 == 0 for q, k, v in calls)
-  causal = tiny_models.perturb(tiny_models.causal_lm(
-      variant.components, num_layers=2, **OPTIONS[options]))
-  causal.eval()
-  ids, mask = _left_padded_batch()
-  positions = (mask.cumsum(-1) - 1).clamp(min=0)
-  eager, fused = _both(causal, lambda m: m(
-      input_ids=ids, attention_mask=mask, position_ids=positions,
-      use_cache=False).logits)
-  tokens = mask.bool()
+  _, _, _, eager, fused, tokens = _causal_lm_both(variant, options)
   assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
 
 
