@@ -28,10 +28,11 @@ each function contributes query and key columns whose product is its logits
 (V: Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias per key; FR: R1's
 and R2's rows), put side by side so that the kernel's Q K^T is the mixture,
 or an additive bias (R, Fix, FD), which joins the relative position bias
-and the masks (both computed once per stack). With "eager" (the readable reference)
-every function but the dot product adds its logits to the bias. The tables
-are read by slicing (rows and columns of contiguous positions); only a batch
-with per-example positions (`position_ids`, e.g. left padding) gathers.
+and the masks (both computed once per stack). With "eager" (the readable
+reference) every function but the dot product adds its logits to the bias.
+The tables are read by slicing (rows and columns of contiguous positions);
+only a batch with per-example positions (`position_ids`, e.g. left padding)
+gathers.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
