@@ -48,6 +48,15 @@ def _contributions(components):
           functions[name].contributes for name in components}
 
 
+def _bias_per_example(components):
+  """A function's bias is computed from the hidden states (FD's)."""
+  modeling = model_code.load()
+  return any(modeling.FUNCTIONS[name] is not None and
+             issubclass(modeling.FUNCTIONS[name], modeling._DenseHidden)  # pylint: disable=protected-access
+             and modeling.FUNCTIONS[name].contributes == "bias"
+             for name in components)
+
+
 def _relative(actual, expected):
   return float((actual - expected).abs().max() / expected.abs().max())
 
@@ -271,7 +280,8 @@ def _cuda_layout(monkeypatch):
     # cuDNN's kernel fails on narrower values: the model takes it out.
     assert torch.backends.cuda.cudnn_sdp_enabled() == (
         value.shape[-1] == query.shape[-1])
-    calls.append((query.shape[-1], key.shape[-1], value.shape[-1]))
+    calls.append((query.shape[-1], key.shape[-1], value.shape[-1],
+                  bool(query.abs().sum() == 0), attn_mask.shape[0]))
     return kernel(query, key, value, attn_mask=attn_mask, **kwargs)
 
   monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
@@ -300,13 +310,20 @@ def test_cuda_layout_fused_equals_eager(variant, options, monkeypatch):
       model, input_ids=input_ids, attention_mask=mask, labels=labels)
   assert abs(fused[0] - eager[0]) < TOLERANCE
   tiny_models.assert_close_gradients(fused[1], eager[1])
-  # The layers with columns in the kernel (4 self-attention layers unless
-  # R, Fix, FD alone; 2 cross-attention), each with a bias (masks), so with
-  # values of their own width; queries and keys a multiple of 8.
+  # In the kernel: 2 cross-attention layers and the 4 self-attention ones,
+  # but for R, Fix, FD alone those whose bias is shared by the batch (the
+  # decoder's: its softmax is computed once); each call has a bias (masks),
+  # so values of their own width; queries and keys a multiple of 8.
   d_kv = model.config.d_kv
-  columns = "columns" in _contributions(variant.components)
-  assert len(calls) == 2 + 4 * columns
-  assert all(v == d_kv and q == k and q % 8 == 0 for q, k, v in calls)
+  assert all(v == d_kv and q == k and q % 8 == 0
+             for q, k, v, _, _ in calls)
+  if "columns" in _contributions(variant.components):
+    assert len(calls) == 6 and not any(zero for *_, zero, _ in calls[:2])
+  else:  # on zero queries and keys: R's, Fix's encoder (a padded batch)
+    zero_calls = [c for c in calls if c[3]]
+    self_layers = 4 if _bias_per_example(variant.components) else 2
+    assert len(zero_calls) == self_layers and len(calls) == self_layers + 2
+    assert all(q == 8 and batch == 3 for q, _, _, _, batch in zero_calls)
   _, _, _, eager, fused, tokens = _causal_lm_both(variant, options)
   assert _relative(fused[tokens], eager[tokens]) < TOLERANCE
 
@@ -338,9 +355,11 @@ def test_compiled_step_with_the_cuda_layout(variant, monkeypatch):
   tiny_models.assert_close_gradients(tiny_models.gradients(model),
                                      expected[1])
   # The uncompiled run's calls, recorded: cross-attention, and the two
-  # self-attention layers where they have columns.
-  assert expected[0] == 1 + 2 * ("columns" in _contributions(
-      variant.components))
+  # self-attention layers where they have columns or a bias per example
+  # (only the encoder's for R, Fix: a padded batch).
+  columns = "columns" in _contributions(variant.components)
+  assert expected[0] == 1 + (2 if columns or _bias_per_example(
+      variant.components) else 1)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

@@ -771,8 +771,10 @@ class MtfSynthesizerAttention(nn.Module):
     dimension); R, Fix, FD and the functions' biases per key (D's b2) join
     the bias. The scale is 1: run-time query scaling (`scale_queries`)
     multiplies V's columns only. Where the kernel allows, the values keep
-    their width (`_kernel_layout`). On CPU, with a bias that needs a
-    gradient, only V's columns go in (see below).
+    their width (`_kernel_layout`); there a layer without columns (R, Fix,
+    FD) whose bias differs per example runs the kernel on zero queries and
+    keys. On CPU, with a bias that needs a gradient, only V's columns go in
+    (see below).
 
     Args: as `_reference` (without queries), and
       implementation: the attention interface's name.
@@ -828,10 +830,18 @@ class MtfSynthesizerAttention(nn.Module):
     multiple, values_apart = layout.multiple, layout.values_apart
     dropout = self.dropout if self.training else 0.0
     if not query_parts:  # R, Fix, FD: softmax(bias) V
-      # Not the kernel on zero queries and keys: on an H200 that ran R at
-      # 0.99x V's speed (8 x 2048), where writing the weights runs 1.22x.
-      return synthesized_attention_forward(self, values, bias, dropout)[0], (
-          None)
+      if not (fusable and values_apart and bias.shape[0] > 1):
+        # A bias shared by the batch (R, Fix unpadded): its softmax once
+        # for every example (on an H200 the kernel, which takes it per
+        # example, ran R at 0.99x V at 8 x 2048, this path at 1.22x).
+        return synthesized_attention_forward(self, values, bias,
+                                             dropout)[0], None
+      # A bias per example (FD, or a padded batch): the kernel on zero
+      # queries and keys, which writes no weights.
+      query_parts = [hidden.new_zeros(1, self.num_heads, hidden.shape[1],
+                                      multiple)]
+      key_parts = [hidden.new_zeros(1, self.memory_heads, values.shape[2],
+                                    multiple)]
     module = self
     if self.num_key_value_groups > 1 and any(
         k.shape[1] != self.memory_heads for k in key_parts):
