@@ -171,17 +171,23 @@ def test_seq2seq_decoding_fused_equals_eager(variant):
   assert _relative(fused_steps, eager) < TOLERANCE
 
 
-def _kernel_widths(model, monkeypatch, **inputs):
-  """The query widths of the kernel calls of one forward pass."""
+def _recorded_widths(monkeypatch):
+  """The query widths of the kernel calls that follow (a list it fills)."""
   widths = []
   kernel = torch.nn.functional.scaled_dot_product_attention
 
-  def recording(query, key, value, *args, **kwargs):
+  def recording(query, *args, **kwargs):
     widths.append(query.shape[-1])
-    return kernel(query, key, value, *args, **kwargs)
+    return kernel(query, *args, **kwargs)
 
   monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                       recording)
+  return widths
+
+
+def _kernel_widths(model, monkeypatch, **inputs):
+  """The query widths of the kernel calls of one forward pass."""
+  widths = _recorded_widths(monkeypatch)
   with torch.no_grad():
     model(**inputs)
   return widths
@@ -223,15 +229,7 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
              "factorized_random": model.config.factorized_random_k}
   width = sum(columns.get(name, 0) for name in variant.components)
   model.zero_grad()
-  widths = []
-  kernel = torch.nn.functional.scaled_dot_product_attention
-
-  def recording(query, *args, **kwargs):
-    widths.append(query.shape[-1])
-    return kernel(query, *args, **kwargs)
-
-  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
-                      recording)
+  widths = _recorded_widths(monkeypatch)
   model(input_ids=input_ids, attention_mask=mask, labels=labels).loss.backward()
   # Four self-attention layers (besides cross-attention, d_kv wide); FR's
   # four columns alone are padded to d_kv.

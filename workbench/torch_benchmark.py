@@ -484,10 +484,9 @@ def run(dims: Dims, settings: Settings,
     A JSON-serializable dict: "device", "torch", "transformers", "date",
     "commit" (of the checkout), "dims", "settings", "command", and
     "results", one dict per model in order: label, components, params,
-    step_s, train_steps_per_s,
-    generate_tokens_per_s, peak_bytes (None on CPU), saved_bytes,
-    state_bytes, loss (first and last), error (None, or why the model
-    stopped), and the ratios *_vs_t5 and *_vs_v.
+    step_s, train_steps_per_s, generate_tokens_per_s, peak_bytes (None on
+    CPU), saved_bytes, state_bytes, loss (first and last), error (None, or
+    why the model stopped), and the ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
     raise ValueError("attn_implementation must be one of %s, got %r" % (

@@ -80,8 +80,8 @@ def _model(components, device, **fields):
   model = modeling.MtfSynthesizerForConditionalGeneration._from_config(  # pylint: disable=protected-access
       modeling.MtfSynthesizerConfig(**settings))
   with torch.no_grad():  # the weights mesh starts at zero, drawn
-    for name, parameter in model.named_parameters():
-      if name.endswith(("b2", "ba", "bb", "w1.bias", "alpha_logits")):
+    for parameter in model.parameters():
+      if not parameter.any():
         parameter.normal_()
   return model.to(device).train()
 
@@ -168,12 +168,17 @@ def check_variant(label: str, components, device: torch.device) -> Result:
 def check(device: torch.device,
           labels: Optional[List[str]] = None) -> List[Result]:
   """Checks every variant of the table (or those labelled) on the device."""
-  if device.type == "cuda":
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-  return [check_variant(label, components, device)
-          for label, components in torch_benchmark.variants()
-          if not labels or label in labels]
+  tf32 = (torch.backends.cuda.matmul.allow_tf32,
+          torch.backends.cudnn.allow_tf32)
+  torch.backends.cuda.matmul.allow_tf32 = False
+  torch.backends.cudnn.allow_tf32 = False
+  try:
+    return [check_variant(label, components, device)
+            for label, components in torch_benchmark.variants()
+            if not labels or label in labels]
+  finally:
+    (torch.backends.cuda.matmul.allow_tf32,
+     torch.backends.cudnn.allow_tf32) = tf32
 
 
 def markdown(results: List[Result], device: torch.device) -> str:
