@@ -240,6 +240,11 @@ def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
   return table * scale.view(-1, *([1] * (table.dim() - 1)))
 
 
+def _times_heads(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+  """x [batch, heads, ...] times scale [heads], in x's dtype."""
+  return x * scale.to(x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
+
+
 def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, N, ...] -> the query rows: [1 or batch, heads, length, ...]."""
   if positions.query is None:
@@ -338,7 +343,7 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
     del hidden, queries
     r2 = _key_rows(self.R2, positions)
     if scale is not None:
-      r2 = r2 * scale.to(r2.dtype)[None, :, None, None]
+      r2 = _times_heads(r2, scale)
     return _rows(self.R1, positions), r2, None
 
 
@@ -420,7 +425,7 @@ class MtfSynthesizerDense(_DenseHidden):
       b2 = _columns(_per_head(self.b2, None if late else scale), positions)
       logits = logits + b2[:, :, None, :]
     if late:
-      logits = logits * scale.float()[None, :, None, None]
+      logits = _times_heads(logits, scale)
     return logits
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
@@ -434,7 +439,7 @@ class MtfSynthesizerDense(_DenseHidden):
     # [1|b, heads, s, hidden]: the rows in use, sliced first.
     keys = _key_rows(self.w2.transpose(1, 2), positions)
     if scale is not None:
-      keys = keys * scale.to(keys.dtype)[None, :, None, None]
+      keys = _times_heads(keys, scale)
     b2 = None
     if self.use_bias:
       b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
@@ -476,7 +481,7 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       fa = fa + self.ba.float()[None, :, None, :]
       fb = fb + self.bb.float()[None, :, None, :]
     if scale is not None:
-      fa = fa * scale.float()[None, :, None, None]
+      fa = _times_heads(fa, scale)
     if positions.memory is None:
       # Column j = jb * a + ja: the outer product laid out row-major is C,
       # built only for the column blocks in use.
@@ -650,7 +655,7 @@ class MtfSynthesizerAttention(nn.Module):
     if b * t < d:
       queries = self._heads(x, self.q)
       if torch.is_tensor(scale):
-        return queries * scale.to(queries.dtype)[None, :, None, None]
+        return _times_heads(queries, scale)
       return queries * scale
     weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
     if torch.is_tensor(scale):
@@ -754,7 +759,7 @@ class MtfSynthesizerAttention(nn.Module):
     query = queries
     if alpha is not None:
       weight = alpha[self.function_names.index("dot_product")]
-      query = query * weight.to(query.dtype)[None, :, None, None]
+      query = _times_heads(query, weight)
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(query.dtype)
