@@ -202,6 +202,26 @@ def test_cli_writes_its_table_and_json(tmp_path, capsys):
                            TINY_FLAGS + ["--variants", "nope"]) == 2
 
 
+def test_profiles_name_each_model_and_what_it_ran(tmp_path, capsys):
+  """--profile_dir: one file per model, a training step and a generate()."""
+  status = conftest.run_tool("benchmark_torch.py", TINY_FLAGS + [
+      "--variants", "D+V", "--profile_dir", str(tmp_path)])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  assert sorted(os.listdir(tmp_path)) == [
+      "D_V.profile.txt", "T5.profile.txt", "V.profile.txt"]
+  for label in ("T5", "V", "D+V"):
+    with open(torch_benchmark.profile_path(str(tmp_path), label)) as f:
+      text = f.read()
+    assert text.startswith(label + " ("), text[:200]
+    train, generate = text.split("## One training step\n")[1].split(
+        "## One generate()")
+    for section in (train, generate):
+      calls = re.search(r"^(\d+) aten operator calls", section, re.M)
+      assert calls and int(calls.group(1)) > 0, section[:300]
+      assert "aten::" in section, section[:300]
+    assert "aten::mm" in train or "aten::addmm" in train, train[:2000]
+
+
 def test_generate_with_a_static_cache(capsys, monkeypatch):
   """Every model, T5 too, generates with transformers' StaticCache."""
   made = []

@@ -17,6 +17,8 @@ and docs/pytorch_benchmark.md.
       --dropout_rate 0 --no_relative_bias --steps 1 --rounds 1 \
       --generate_repeats 0
   .venv/bin/python tools/benchmark_torch.py --cache_implementation static
+  .venv/bin/python tools/benchmark_torch.py --variants D+V \
+      --profile_dir runs/torch_profile
 """
 
 import argparse
@@ -79,6 +81,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "bias (transformers' T5 keeps its own)")
   parser.add_argument("--learning_rate", type=float, default=1e-4)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--profile_dir", default=None,
+                      help="writes each model's torch.profiler table of "
+                      "one training step and one generate() there "
+                      "(<label>.profile.txt), after its first round")
   parser.add_argument("--output_dir", default=None,
                       help="writes torch_benchmark.json and "
                       "torch_benchmark.md there")
@@ -103,7 +109,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       dropout_rate=args.dropout_rate,
       relative_bias=not args.no_relative_bias,
       cache_implementation=(None if args.cache_implementation == "dynamic"
-                            else args.cache_implementation))
+                            else args.cache_implementation),
+      profile_dir=args.profile_dir)
   models = None
   if args.variants:
     models = [v.strip() for v in args.variants.split(",") if v.strip()]

@@ -21,7 +21,10 @@ and attention implementation, side by side in one process. For each model:
   * saved activations, on every device: the bytes one training forward
     saves for its backward (`saved_activation_bytes`: the tensors autograd
     packs, counted once per storage, the model's own weights left out), the
-    memory effect of an attention path without a GPU.
+    memory effect of an attention path without a GPU;
+  * optionally (`Settings.profile_dir`) where one training step's and one
+    `generate()`'s time goes: `torch.profiler`'s table of operators (and
+    CUDA kernels) per model, with the count of what they launched.
 
 The models take turns in rounds (each round: every model's timed training
 steps, then its timed `generate()` calls), so a change of the machine's load
@@ -161,6 +164,9 @@ class Settings:
     cache_implementation: `generate()`'s cache for every model: None
       (transformers' DynamicCache) or "static" (StaticCache; on CUDA
       `generate()` then compiles its decoding steps, as transformers does).
+    profile_dir: where to write each model's profile (`<label>.profile.txt`,
+      `+` written as `_`) of one training step and one `generate()`, taken
+      after its first round's timings (untimed), or None.
   """
   attn_implementation: str = "sdpa"
   steps: int = 10
@@ -175,6 +181,7 @@ class Settings:
   dropout_rate: float = 0.1
   relative_bias: bool = True
   cache_implementation: Optional[str] = None
+  profile_dir: Optional[str] = None
 
 
 def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):
@@ -590,9 +597,74 @@ def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
                                 settings.cache_implementation)
     entry.generate_s.append(seconds)
     entry.generated = tokens
+  if settings.profile_dir and r == 0:
+    write_profile(entry, batch, inputs, dims, device, settings)
   if offload:
     _move(entry.model, entry.optimizer, torch.device("cpu"))
     torch.cuda.empty_cache()
+
+
+# Rows of each profile's table.
+PROFILE_ROWS = 30
+
+
+def _profiled(device: torch.device, work: Callable[[], Any]) -> str:
+  """`work()` under torch.profiler; its table and what it launched."""
+  activities = [torch.profiler.ProfilerActivity.CPU]
+  if device.type == "cuda":
+    activities.append(torch.profiler.ProfilerActivity.CUDA)
+  with torch.profiler.profile(activities=activities) as profiler:
+    work()
+    _sync(device)
+  events = profiler.key_averages()
+  operators = sum(e.count for e in events if e.key.startswith("aten::"))
+  line = "%d aten operator calls" % operators
+  sort = "self_cpu_time_total"
+  if device.type == "cuda":
+    kernels = sum(e.count for e in profiler.events()
+                  if e.device_type == torch.autograd.DeviceType.CUDA)
+    line += ", %d CUDA kernels and copies" % kernels
+    sort = "self_device_time_total"
+  return line + "\n" + events.table(sort_by=sort, row_limit=PROFILE_ROWS)
+
+
+def profile_path(profile_dir: str, label: str) -> str:
+  """The file of a model's profile ("D+V" -> D_V.profile.txt)."""
+  return os.path.join(profile_dir, label.replace("+", "_") + ".profile.txt")
+
+
+def write_profile(entry: _Entry, batch: Dict[str, torch.Tensor],
+                  inputs: Dict[str, torch.Tensor], dims: Dims,
+                  device: torch.device, settings: Settings) -> str:
+  """Profiles one training step and one `generate()` of a model.
+
+  Args:
+    entry: the model, on `device`, warmed up.
+    batch: the training batch.
+    inputs: generate()'s inputs.
+    dims: the sizes.
+    device: where it runs.
+    settings: `profile_dir` and the cache.
+
+  Returns:
+    The path of the file written.
+  """
+  sections = ["%s (%s) on %s; %s" % (
+      entry.label, "+".join(entry.components) or "transformers' T5",
+      device_name(device), dims.describe())]
+  sections.append("## One training step\n" + _profiled(
+      device, lambda: _train_step(entry, batch, device)))
+  if settings.generate_repeats:
+    sections.append("## One generate() (%d new tokens, %s cache)\n" % (
+        dims.new_tokens, settings.cache_implementation or "dynamic") +
+                    _profiled(device, lambda: _generate(
+                        entry, inputs, dims, device,
+                        settings.cache_implementation)))
+  os.makedirs(settings.profile_dir, exist_ok=True)
+  path = profile_path(settings.profile_dir, entry.label)
+  with open(path, "w") as f:
+    f.write("\n\n".join(sections) + "\n")
+  return path
 
 
 def _report(entries: List[_Entry], dims: Dims, settings: Settings,
