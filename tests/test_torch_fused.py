@@ -360,6 +360,51 @@ def test_compiled_step_with_the_cuda_layout(variant, monkeypatch):
       variant.components) else 1)
 
 
+def test_bias_per_example_in_autocast_dtype(monkeypatch):
+  """FD's [batch, heads, t, s] bias reaches the kernel in autocast's dtype.
+
+  Under bf16 autocast with CUDA's layout (FD's bias differs per example:
+  the kernel on zero queries and keys), the bias is bf16 where it is
+  written, not float32 cast by the kernel; the loss is eager's within
+  bf16's precision. For every variant of the table with such a bias.
+  """
+  variants = [v for v in VARIANTS if _bias_per_example(v.components)]
+  assert variants
+  for variant in variants:
+    model = tiny_models.perturb(tiny_models.seq2seq(variant.components,
+                                                    num_layers=2))
+    model.train()
+    input_ids, mask, labels = tiny_models.padded_inputs()
+
+    def loss(m):
+      with torch.autocast("cpu", dtype=torch.bfloat16):
+        return float(m(input_ids=input_ids, attention_mask=mask,
+                       labels=labels).loss.detach())
+
+    model.set_attn_implementation("eager")
+    torch.manual_seed(0)
+    eager = loss(model)
+    calls = _cuda_layout(monkeypatch)
+    recorded = torch.nn.functional.scaled_dot_product_attention
+    dtypes = []
+
+    def recording(query, key, value, attn_mask=None, **kwargs):
+      dtypes.append((bool(query.abs().sum() == 0), attn_mask.dtype))
+      return recorded(query, key, value, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        recording)
+    model.set_attn_implementation("sdpa")
+    torch.manual_seed(0)
+    fused = loss(model)
+    assert len(dtypes) == len(calls) > 2, variant.label
+    assert [d for zero, d in dtypes if zero] == [torch.bfloat16] * 4, (
+        variant.label, dtypes)
+    assert abs(fused - eager) < 3e-2 * abs(eager), (variant.label, fused,
+                                                    eager)
+    monkeypatch.undo()
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_bf16_autocast_fused_equals_eager(variant):
   """Under CPU bf16 autocast: within bf16's precision (8 bits)."""

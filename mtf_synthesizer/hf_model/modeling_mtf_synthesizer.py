@@ -175,8 +175,10 @@ class Positions:
 
 # ---------------------------------------------------------------------------
 # Synthesizing functions. Each but the dot product returns its logits
-# [batch or 1, heads, length, memory_length] in float32, times `scale` (a
-# mixture weight per head) applied to its cheapest factor: the readable
+# [batch or 1, heads, length, memory_length] in float32 (FD's, which has a
+# batch dimension, in autocast's dtype where autocast is on: the dtype the
+# kernel reads), times `scale` (a mixture weight per head) applied to its
+# cheapest factor: the readable
 # reference that the eager kernel adds to its bias. Each also says what it
 # gives the fused kernel (`contributes`): COLUMNS, a query side
 # [1 or batch, heads, length, c], a key side [1 or batch, heads,
@@ -225,6 +227,14 @@ class MtfSynthesizerFunction(nn.Module):
       or ("zeros", 0.0); `initializer_factor` multiplies the scale.
     """
     raise NotImplementedError
+
+
+def _logits_dtype(x: torch.Tensor) -> torch.dtype:
+  """float32, or autocast's dtype where autocast is on for x's device."""
+  kind = x.device.type
+  if torch.is_autocast_enabled(kind):
+    return torch.get_autocast_dtype(kind)
+  return torch.float32
 
 
 def _glorot_limit(fan_in: int, fan_out: int) -> float:
@@ -475,11 +485,14 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del queries
     h = self.hidden(hidden)
-    fa = _per_head_matmul(h, self.wa.to(h.dtype)).float()  # [b, h, t, a]
-    fb = _per_head_matmul(h, self.wb.to(h.dtype)).float()  # [b, h, t, b]
+    # [batch, heads, t, s] in the kernel's dtype under autocast: not
+    # written in float32 and then cast.
+    dtype = _logits_dtype(h)
+    fa = _per_head_matmul(h, self.wa.to(h.dtype)).to(dtype)  # [b, h, t, a]
+    fb = _per_head_matmul(h, self.wb.to(h.dtype)).to(dtype)  # [b, h, t, b]
     if self.use_bias:
-      fa = fa + self.ba.float()[None, :, None, :]
-      fb = fb + self.bb.float()[None, :, None, :]
+      fa = fa + self.ba.to(dtype)[None, :, None, :]
+      fb = fb + self.bb.to(dtype)[None, :, None, :]
     if scale is not None:
       fa = _times_heads(fa, scale)
     if positions.memory is None:
@@ -798,7 +811,11 @@ class MtfSynthesizerAttention(nn.Module):
     for name, function, scale in functions:
       if function is not None and function.contributes == BIAS:
         term = function(hidden, queries, positions, scale)
-        bias = _plus(bias, term)
+        # In the logits' dtype (autocast's, where on): a term with a batch
+        # dimension is not promoted to float32 by a float32 bias.
+        dtype = _logits_dtype(hidden)
+        bias = _plus(None if bias is None else bias.to(dtype),
+                     term.to(dtype))
     # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
     # relative bias in training): its math kernel writes the logits anyway,
     # so there the other functions' logits join the bias as in `_reference`
