@@ -360,6 +360,58 @@ def test_compiled_step_with_the_cuda_layout(variant, monkeypatch):
       variant.components) else 1)
 
 
+def _batch_free_bias(components):
+  """Every function is a bias without a batch dimension (R, Fix)."""
+  return (_contributions(components) == {"bias"} and
+          not _bias_per_example(components))
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_weights_shared_by_the_batch_are_not_copied_per_example(
+    implementation, monkeypatch):
+  """R's, Fix's softmax(bias) V on an unpadded batch: the weights
+  [1, heads, t, s] meet each example's values without a [batch, heads, t,
+  s] copy being saved for the backward; the gradients are the broadcast
+  matmul's. For every variant of the table whose bias is batch-free."""
+  variants = [v for v in VARIANTS if _batch_free_bias(v.components)]
+  assert variants
+  modeling = model_code.load()
+  batch, heads, length = 3, 2, tiny_models.N
+  input_ids = tiny_models.ids((batch, length), 0)
+  labels = tiny_models.ids((batch, 4), 1)
+  for variant in variants:
+    # t > d_kv: the batch's values are the smaller copy.
+    model = tiny_models.perturb(tiny_models.seq2seq(
+        variant.components, d_kv=4, num_heads=heads))
+    model.set_attn_implementation(implementation)
+    model.train()
+    shapes = []
+
+    def pack(tensor):
+      shapes.append(tuple(tensor.shape))
+      return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+      loss = model(input_ids=input_ids, labels=labels).loss
+    assert shapes
+    per_example = [s for s in shapes if s[-2:] == (length, length) and
+                   s[:-2] in ((batch, heads), (batch * heads,))]
+    assert not per_example, (variant.label, per_example)
+    loss.backward()
+    ours = tiny_models.gradients(model)
+    model.zero_grad()
+
+    def copied(module, value, bias, dropout=0.0):
+      weights = torch.softmax(bias.float(), dim=-1).to(value.dtype)
+      out = torch.matmul(weights.expand(value.shape[0], -1, -1, -1), value)
+      return out.transpose(1, 2).contiguous(), weights
+
+    monkeypatch.setattr(modeling, "synthesized_attention_forward", copied)
+    model(input_ids=input_ids, labels=labels).loss.backward()
+    monkeypatch.undo()
+    tiny_models.assert_close_gradients(ours, tiny_models.gradients(model))
+
+
 def test_bias_per_example_in_autocast_dtype(monkeypatch):
   """FD's [batch, heads, t, s] bias reaches the kernel in autocast's dtype.
 

@@ -584,6 +584,18 @@ def synthesized_attention_forward(
   weights = torch.softmax(bias.float(), dim=-1).to(value.dtype)
   weights = nn.functional.dropout(weights, p=dropout,
                                   training=module.training)
+  b, h, s, d = value.shape
+  t = weights.shape[2]
+  if (weights.shape[0] == 1 < b and t > d and
+      not torch.compiler.is_exporting()):  # a branch on dynamic shapes
+    # Weights shared by the batch (R, Fix unpadded): the batch's values side
+    # by side, [heads, s, batch * d_kv], one matmul per head. A broadcast
+    # matmul would copy the weights per example, [batch, heads, t, s], and
+    # keep that copy for the backward; this copies the values (smaller
+    # where t > d_kv).
+    rows = value.permute(1, 2, 0, 3).reshape(h, s, b * d)
+    out = torch.bmm(weights[0], rows).view(h, t, b, d)
+    return out.permute(2, 1, 0, 3).contiguous(), weights
   out = torch.matmul(weights, value)
   return out.transpose(1, 2).contiguous(), weights
 
