@@ -41,11 +41,23 @@ OPTIONS = {
 }
 
 
-def _contributions(components):
-  """What the functions give the kernel: {"columns", "bias"} (V: columns)."""
+def _contributions(components, cuda=False):
+  """What the functions give the kernel: {"columns", "bias"} (V: columns).
+
+  With CUDA's layout (a bias may need a gradient) batch-free columns (FR's)
+  join the bias.
+  """
   functions = model_code.load().FUNCTIONS
-  return {"columns" if functions[name] is None else
-          functions[name].contributes for name in components}
+  out = set()
+  for name in components:
+    function = functions[name]
+    if function is None:
+      out.add("columns")
+    elif cuda and function.batch_free:
+      out.add("bias")
+    else:
+      out.add(function.contributes)
+  return out
 
 
 def _bias_per_example(components):
@@ -309,13 +321,18 @@ def test_cuda_layout_fused_equals_eager(variant, options, monkeypatch):
   assert abs(fused[0] - eager[0]) < TOLERANCE
   tiny_models.assert_close_gradients(fused[1], eager[1])
   # In the kernel: 2 cross-attention layers and the 4 self-attention ones,
-  # but for R, Fix, FD alone those whose bias is shared by the batch (the
-  # decoder's: its softmax is computed once); each call has a bias (masks),
-  # so values of their own width; queries and keys a multiple of 8.
+  # but for R, Fix, FR, FD alone those whose bias is shared by the batch
+  # (the decoder's: its softmax is computed once); each call has a bias
+  # (masks), so values of their own width; queries and keys a multiple of
+  # 8.
   d_kv = model.config.d_kv
   assert all(v == d_kv and q == k and q % 8 == 0
              for q, k, v, _, _ in calls)
-  if "columns" in _contributions(variant.components):
+  if "factorized_random" in variant.components:
+    # FR's logits are batch-free: in the bias, not k columns more.
+    assert all(zero or q == -(-d_kv // 8) * 8
+               for q, _, _, zero, _ in calls), calls
+  if "columns" in _contributions(variant.components, cuda=True):
     assert len(calls) == 6 and not any(zero for *_, zero, _ in calls[:2])
   else:  # on zero queries and keys: R's, Fix's encoder (a padded batch)
     zero_calls = [c for c in calls if c[3]]
@@ -355,7 +372,7 @@ def test_compiled_step_with_the_cuda_layout(variant, monkeypatch):
   # The uncompiled run's calls, recorded: cross-attention, and the two
   # self-attention layers where they have columns or a bias per example
   # (only the encoder's for R, Fix: a padded batch).
-  columns = "columns" in _contributions(variant.components)
+  columns = "columns" in _contributions(variant.components, cuda=True)
   assert expected[0] == 1 + (2 if columns or _bias_per_example(
       variant.components) else 1)
 

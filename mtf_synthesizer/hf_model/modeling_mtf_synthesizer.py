@@ -201,13 +201,16 @@ class MtfSynthesizerFunction(nn.Module):
 
   A subclass declares everything the rest of the model needs: `name` (its
   key in FUNCTIONS, mesh's name; defining the class registers it),
-  `contributes` (COLUMNS or BIAS), `needs_queries`, and
+  `contributes` (COLUMNS or BIAS), `batch_free` (its logits do not depend
+  on the input: one [1, heads, t, s] for the whole batch), `needs_queries`,
+  and
   `initializers()` (mesh's initializer of each weight it holds itself;
   `nn.Linear` layers carry theirs, see `_linear`). Its weights have mesh's
   local names (`<function>/<name>`), which is how the export finds them.
   """
   name = ""
   contributes = BIAS
+  batch_free = False
   needs_queries = False
 
   def __init_subclass__(cls, **kwargs):
@@ -282,6 +285,7 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
   name = "random"
   contributes = BIAS
+  batch_free = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -325,6 +329,7 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
   name = "factorized_random"
   contributes = COLUMNS
+  batch_free = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -798,8 +803,9 @@ class MtfSynthesizerAttention(nn.Module):
     The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
     mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
     other functions' key side (a slice of weights, without a batch
-    dimension); R, Fix, FD and the functions' biases per key (D's b2) join
-    the bias. The scale is 1: run-time query scaling (`scale_queries`)
+    dimension); R, Fix, FD, the functions' biases per key (D's b2) and,
+    where the kernel takes a bias with a gradient (CUDA), FR's batch-free
+    logits join the bias. The scale is 1: run-time query scaling (`scale_queries`)
     multiplies V's columns only. Where the kernel allows, the values keep
     their width (`_kernel_layout`); there a layer without columns (R, Fix,
     FD) whose bias differs per example runs the kernel on zero queries and
@@ -820,14 +826,25 @@ class MtfSynthesizerAttention(nn.Module):
       queries = self._heads(hidden, self.q)
     functions = [(name, getattr(self, name, None), scale)
                  for name, scale in zip(self.function_names, scales)]
+    # Where the kernel takes a bias with a gradient (CUDA), batch-free
+    # logits (FR's R1 R2^T) join the bias, [1, heads, t, s] once for the
+    # batch, rather than widening every example's queries and keys (FR+V:
+    # 64 + k columns run the kernel's 128-wide head tier).
+    batch_free_in_bias = _kernel_layout(hidden.is_cuda, True).bias_gradient
+    as_bias = {name for name, function, _ in functions
+               if function is not None and (
+                   function.contributes == BIAS or
+                   (function.batch_free and batch_free_in_bias))}
     for name, function, scale in functions:
-      if function is not None and function.contributes == BIAS:
+      if name in as_bias:
         term = function(hidden, queries, positions, scale)
-        # In the logits' dtype (autocast's, where on): a term with a batch
-        # dimension is not promoted to float32 by a float32 bias.
-        dtype = _logits_dtype(hidden)
-        bias = _plus(None if bias is None else bias.to(dtype),
-                     term.to(dtype))
+        if term.shape[0] > 1:
+          # Per example (FD's), in the logits' dtype (autocast's, where
+          # on): not promoted to float32 by a float32 bias.
+          dtype = _logits_dtype(hidden)
+          bias = None if bias is None else bias.to(dtype)
+          term = term.to(dtype)
+        bias = _plus(bias, term)
     # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
     # relative bias in training): its math kernel writes the logits anyway,
     # so there the other functions' logits join the bias as in `_reference`
@@ -844,14 +861,16 @@ class MtfSynthesizerAttention(nn.Module):
           scale = self.scaling if scale is None else scale * self.scaling
         query_parts.append(self._scaled_queries(hidden, scale))
         key_parts.append(keys)
-      elif function.contributes == COLUMNS and fusable:
+      elif name in as_bias:
+        continue
+      elif fusable:
         query, key, key_bias = function.columns(hidden, queries, positions,
                                                 scale)
         query_parts.append(query)
         key_parts.append(key)
         if key_bias is not None:
           key_biases.append(key_bias)
-      elif function.contributes == COLUMNS:
+      else:
         term = function(hidden, queries, positions, scale)
         bias = _plus(bias, term)
     for key_bias in key_biases:  # [1|b, heads, s]
