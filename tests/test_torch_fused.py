@@ -60,6 +60,26 @@ def _contributions(components, cuda=False):
   return out
 
 
+@pytest.mark.parametrize("name", sorted(
+    n for n, f in model_code.load().FUNCTIONS.items() if f is not None))
+def test_batch_free_is_what_the_logits_are(name):
+  """A function's logits on a batch of 2 have batch dimension 1 exactly
+  where it declares `batch_free` (every function of FUNCTIONS)."""
+  modeling = model_code.load()
+  config = tiny_models.config((name,))
+  function = modeling.FUNCTIONS[name](config)
+  torch.manual_seed(0)
+  for tensor in list(function.parameters()) + list(function.buffers()):
+    torch.nn.init.normal_(tensor)
+  length = 5
+  hidden = torch.randn(2, length, config.d_model)
+  queries = torch.randn(2, config.num_heads, length, config.d_kv)
+  with torch.no_grad():
+    logits = function(hidden, queries, modeling.Positions(0, length, length))
+  assert logits.shape[1:] == (config.num_heads, length, length)
+  assert logits.shape[0] == (1 if function.batch_free else 2), name
+
+
 def _bias_per_example(components):
   """A function's bias is computed from the hidden states (FD's)."""
   modeling = model_code.load()
