@@ -203,6 +203,46 @@ def test_seq2seq_decoding_fused_equals_eager(variant):
   assert _relative(fused_steps, eager) < TOLERANCE
 
 
+def test_dense_decoding_under_autocast_keeps_its_hidden_in_bf16():
+  """A decoding step under bf16 autocast: D's relu(W1 X + b1) meets W2
+  in bf16, not copied to float32 and back (two copies a layer a step). For
+  every variant of the table with D."""
+  from torch.utils import _python_dispatch  # pylint: disable=g-import-not-at-top
+
+  class Copies(_python_dispatch.TorchDispatchMode):
+
+    def __init__(self):
+      super().__init__()
+      self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+      out = func(*args, **(kwargs or {}))
+      if (func.overloadpacket is torch.ops.aten._to_copy and
+          args[0].dtype == torch.bfloat16 and out.dtype == torch.float32):
+        self.shapes.append(tuple(out.shape))
+      return out
+
+  variants = [v for v in VARIANTS if "dense" in v.components]
+  assert variants
+  for variant in variants:
+    model = tiny_models.perturb(tiny_models.seq2seq(variant.components))
+    model.eval()
+    config = model.config
+    input_ids, mask, labels = tiny_models.padded_inputs()
+    decoder_ids = model._shift_right(labels)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+      memory = model.get_encoder()(input_ids=input_ids, attention_mask=mask)
+      cache = model(encoder_outputs=memory, attention_mask=mask,
+                    decoder_input_ids=decoder_ids[:, :3],
+                    use_cache=True).past_key_values
+      with Copies() as copies:
+        model(encoder_outputs=memory, attention_mask=mask,
+              decoder_input_ids=decoder_ids[:, 3:4], past_key_values=cache,
+              use_cache=True)
+    hidden = (input_ids.shape[0], config.num_heads, 1, config.d_kv)
+    assert hidden not in copies.shapes, (variant.label, copies.shapes)
+
+
 def _recorded_widths(monkeypatch):
   """The query widths of the kernel calls that follow (a list it fills)."""
   widths = []

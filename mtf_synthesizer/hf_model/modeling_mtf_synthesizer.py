@@ -432,10 +432,14 @@ class MtfSynthesizerDense(_DenseHidden):
     rows = h.shape[0] * h.shape[2]
     late = scale is not None and rows < self.w2.shape[1]
     w2 = _columns(_per_head(self.w2, None if late else scale), positions)
+    # float32, or autocast's dtype: under autocast h is not copied to
+    # float32 only for the matmul to copy it back.
+    dtype = _logits_dtype(h)
+    h, w2 = h.to(dtype), w2.to(dtype)
     if w2.shape[0] == 1:
-      logits = _per_head_matmul(h.to(w2.dtype), w2[0])
+      logits = _per_head_matmul(h, w2[0])
     else:
-      logits = torch.matmul(h.to(w2.dtype), w2)
+      logits = torch.matmul(h, w2)
     if self.use_bias:
       b2 = _columns(_per_head(self.b2, None if late else scale), positions)
       logits = logits + b2[:, :, None, :]
@@ -805,12 +809,12 @@ class MtfSynthesizerAttention(nn.Module):
     other functions' key side (a slice of weights, without a batch
     dimension); R, Fix, FD, the functions' biases per key (D's b2) and,
     where the kernel takes a bias with a gradient (CUDA), FR's batch-free
-    logits join the bias. The scale is 1: run-time query scaling (`scale_queries`)
-    multiplies V's columns only. Where the kernel allows, the values keep
-    their width (`_kernel_layout`); there a layer without columns (R, Fix,
-    FD) whose bias differs per example runs the kernel on zero queries and
-    keys. On CPU, with a bias that needs a gradient, only V's columns go in
-    (see below).
+    logits join the bias. The scale is 1: run-time query scaling
+    (`scale_queries`) multiplies V's columns only. Where the kernel allows,
+    the values keep their width (`_kernel_layout`); there a layer without
+    columns (R, Fix, FD; FR on CUDA) whose bias differs per example runs
+    the kernel on zero queries and keys. On CPU, with a bias that needs a
+    gradient, only V's columns go in (see below).
 
     Args: as `_reference` (without queries), and
       implementation: the attention interface's name.
