@@ -330,12 +330,15 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
       "models": request, "absent": sorted(conftest.WITHOUT_TENSORFLOW)}))
   out = root / "torch"
   out.mkdir()
+  # One torch thread in each side process: a greedy decode compared token
+  # by token must not depend on the machine's core count or load.
+  env = dict(os.environ, OMP_NUM_THREADS="1")
   proc = subprocess.run(
       conftest.pytorch_python(root) + [
           os.path.join(os.path.dirname(__file__), "hf_side.py"),
           str(root / "request.json"), str(out)],
       stdin=subprocess.DEVNULL, capture_output=True, text=True,
-      timeout=900)
+      timeout=900, env=env)
   assert proc.returncode == 0, proc.stderr[-5000:]
   for name, model in models.items():
     model["torch_logits"] = np.load(out / (name + ".npz"))["logits"]
@@ -351,7 +354,7 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
     found[name] = subprocess.run(
         conftest.pytorch_python(root) + [str(script)],
         stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=600)
+        timeout=600, env=env)
   return found
 
 
