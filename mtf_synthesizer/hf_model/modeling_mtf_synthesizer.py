@@ -178,13 +178,12 @@ class Positions:
 # [batch or 1, heads, length, memory_length] in float32 (FD's, which has a
 # batch dimension, in autocast's dtype where autocast is on: the dtype the
 # kernel reads), times `scale` (a mixture weight per head) applied to its
-# cheapest factor: the readable
-# reference that the eager kernel adds to its bias. Each also says what it
-# gives the fused kernel (`contributes`): COLUMNS, a query side
-# [1 or batch, heads, length, c], a key side [1 or batch, heads,
-# memory_length, c] and a bias per key [1 or batch, heads, memory_length]
-# (or None) that make its logits (`columns()`), or BIAS, its logits as an
-# additive bias (`forward()`).
+# cheapest factor: the readable reference that the eager kernel adds to its
+# bias. Each also says what it gives the fused kernel (`contributes`):
+# COLUMNS, a query side [1 or batch, heads, length, c], a key side [1 or
+# batch, heads, memory_length, c] and a bias per key [1 or batch, heads,
+# memory_length] (or None) that make its logits (`columns()`), or BIAS, its
+# logits as an additive bias (`forward()`).
 
 # What a function contributes to the fused kernel.
 COLUMNS = "columns"
@@ -203,8 +202,7 @@ class MtfSynthesizerFunction(nn.Module):
   key in FUNCTIONS, mesh's name; defining the class registers it),
   `contributes` (COLUMNS or BIAS), `batch_free` (its logits do not depend
   on the input: one [1, heads, t, s] for the whole batch), `needs_queries`,
-  and
-  `initializers()` (mesh's initializer of each weight it holds itself;
+  and `initializers()` (mesh's initializer of each weight it holds itself;
   `nn.Linear` layers carry theirs, see `_linear`). Its weights have mesh's
   local names (`<function>/<name>`), which is how the export finds them.
   """
