@@ -16,6 +16,11 @@ variant has one, D's and FD's first layer `w1`:
     model's logits (within 1e-5), which are not the base model's;
   * the adapter saved (`save_pretrained`) and loaded onto a new copy of the
     base model (`PeftModel.from_pretrained`) gives the adapted logits.
+
+And where a mixture's fused path scales the query kernel's rows rather
+than the queries (batch x length >= d_model), an adapted `q` is still
+called: its delta is in the logits (those of the eager reference and of
+the merged model) and its adapter gets gradients.
 """
 
 import peft
@@ -116,4 +121,53 @@ def test_lora_trains_merges_and_reloads(variant, head, tmp_path):
   merged = model.merge_and_unload()
   assert type(merged).__name__ == HEADS[head][2]
   assert not any("lora_" in n for n, _ in merged.named_parameters())
+  assert float((_logits(merged, inputs) - logits).abs().max()) <= TOLERANCE
+
+
+def _mixture_inputs(head):
+  """A batch whose rows (batch x length: 48, 40) outnumber d_model (32)."""
+  input_ids = tiny_models.ids((4, 12), seed=5)
+  if head == "causal_lm":
+    return dict(input_ids=input_ids, labels=input_ids)
+  return dict(input_ids=input_ids, labels=tiny_models.ids((4, 10), seed=6))
+
+
+@pytest.mark.parametrize("head", sorted(HEADS))
+@pytest.mark.parametrize(
+    "variant", [v for v in VARIANTS
+                if "dot_product" in v.components and len(v.components) > 1],
+    ids=lambda v: v.label)
+def test_adapted_queries_count_where_a_mixture_scales_the_query_kernel(
+    variant, head):
+  base = _base(head, variant.components)
+  config = peft.LoraConfig(task_type=HEADS[head][1], r=4, lora_alpha=8,
+                           lora_dropout=0.0, target_modules=["q"])
+  model = peft.get_peft_model(base, config)
+  generator = torch.Generator().manual_seed(7)
+  with torch.no_grad():
+    for name, p in model.named_parameters():
+      if ".lora_B." in name:  # LoRA starts as the identity: made a delta
+        p.copy_(torch.randn(p.shape, generator=generator) * 0.1)
+  inputs = _mixture_inputs(head)
+  model.train()
+  loss = model(**inputs).loss
+  loss.backward()
+  self_attention = [(n, p) for n, p in model.named_parameters()
+                    if "SelfAttention.q.lora_A" in n]
+  assert self_attention
+  for name, p in self_attention:
+    assert p.grad is not None and float(p.grad.abs().max()) > 0, name
+  model.eval()
+  logits = _logits(model, inputs)
+  base_model = model.get_base_model()
+  base_model.config._attn_implementation = "eager"
+  try:
+    eager = _logits(model, inputs)
+  finally:
+    base_model.config._attn_implementation = "sdpa"
+  with model.disable_adapter():
+    unadapted = _logits(model, inputs)
+  assert float((logits - unadapted).abs().max()) > 1e-3
+  assert float((logits - eager).abs().max()) <= TOLERANCE
+  merged = model.merge_and_unload()
   assert float((_logits(merged, inputs) - logits).abs().max()) <= TOLERANCE

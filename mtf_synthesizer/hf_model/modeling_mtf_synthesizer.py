@@ -521,6 +521,19 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
 # Attention.
 
 
+def _plain_linear(module: nn.Module) -> bool:
+  """Whether a projection computes x W^T and nothing else.
+
+  A plain nn.Linear without a bias or hooks: not a layer that an adapter
+  (PEFT's LoRA), a quantization or offloading (accelerate's hooks, which
+  replace `forward`) has replaced or wrapped. Its kernel can be read and
+  scaled before the matmul; any other projection must be called.
+  """
+  return (type(module) is nn.Linear and module.bias is None and  # pylint: disable=unidiomatic-typecheck
+          not module._forward_hooks and not module._forward_pre_hooks and  # pylint: disable=protected-access
+          "forward" not in vars(module))
+
+
 def _plus(bias: Optional[torch.Tensor], term: torch.Tensor) -> torch.Tensor:
   """bias + term, where a missing bias is zero."""
   return term if bias is None else bias + term
@@ -679,19 +692,21 @@ class MtfSynthesizerAttention(nn.Module):
 
     The scale goes on the smaller of the two: the query kernel's rows (no
     [batch, heads, t, d_kv] product kept for the backward), or, for fewer
-    rows than d_model (a decoding step), the queries.
+    rows than d_model (a decoding step), the queries. Only a plain
+    projection's kernel is scaled: one an adapter (PEFT's LoRA), a
+    quantization or offloading has replaced or wrapped is called as it is.
     """
     if scale is None:
       return self._heads(x, self.q)
     b, t, d = x.shape
-    if b * t < d:
+    if b * t < d or not _plain_linear(self.q):
       queries = self._heads(x, self.q)
       if torch.is_tensor(scale):
         return _times_heads(queries, scale)
       return queries * scale
     weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
     if torch.is_tensor(scale):
-      weight = weight * scale.to(weight.dtype)[:, None, None]
+      weight = weight * scale.to(weight.dtype).view(-1, 1, 1)
     else:
       weight = weight * scale
     out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
