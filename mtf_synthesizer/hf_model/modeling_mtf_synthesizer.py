@@ -360,15 +360,10 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
     return _rows(self.R1, positions), r2, None
 
 
-def _per_head_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-  """x [batch, heads, t, k] @ w [heads, k, n] -> [batch, heads, t, n].
-
-  One matmul batched over heads, with batch and length as its rows: w is
-  neither copied per example nor its gradient summed over them.
-  """
-  b, h, t, k = x.shape
-  rows = x.transpose(0, 1).reshape(h, b * t, k)
-  return torch.bmm(rows, w).view(h, b, t, -1).transpose(0, 1)
+def _heads_from_rows(x: torch.Tensor, batch: int) -> torch.Tensor:
+  """[heads, batch * t, n] -> [batch, heads, t, n] (a view)."""
+  heads, rows, n = x.shape
+  return x.view(heads, batch, rows // batch, n).transpose(0, 1)
 
 
 class _DenseHidden(MtfSynthesizerFunction):
@@ -387,6 +382,17 @@ class _DenseHidden(MtfSynthesizerFunction):
     b, t, _ = x.shape
     h = self.w1(x).view(b, t, self.num_heads, self.hidden_size)
     return torch.relu(h).transpose(1, 2)
+
+  def hidden_rows(self, x: torch.Tensor) -> torch.Tensor:
+    """[batch, t, d_model] -> [heads, batch * t, hidden], each head's rows.
+
+    A view of the projection (no copy): the first factor of one matmul
+    batched over heads, whose weights are then neither copied per example
+    nor their gradient summed over examples.
+    """
+    b, t, _ = x.shape
+    h = torch.relu(self.w1(x)).view(b * t, self.num_heads, self.hidden_size)
+    return h.transpose(0, 1)
 
 
 class MtfSynthesizerDense(_DenseHidden):
@@ -423,24 +429,34 @@ class MtfSynthesizerDense(_DenseHidden):
     return out
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
-    h = torch.relu(queries) if self.share_query_projection else (
-        self.hidden(hidden))
-    # The scale on the smaller factor: W2's columns, or the logits (fewer
-    # rows than W2's, as in a decoding step).
-    rows = h.shape[0] * h.shape[2]
-    late = scale is not None and rows < self.w2.shape[1]
-    w2 = _columns(_per_head(self.w2, None if late else scale), positions)
-    # float32, or autocast's dtype: under autocast h is not copied to
-    # float32 only for the matmul to copy it back.
-    dtype = _logits_dtype(h)
-    h, w2 = h.to(dtype), w2.to(dtype)
-    if w2.shape[0] == 1:
-      logits = _per_head_matmul(h, w2[0])
+    if self.share_query_projection:
+      rows = torch.relu(queries).transpose(0, 1).flatten(1, 2)
     else:
-      logits = torch.matmul(h, w2)
-    if self.use_bias:
-      b2 = _columns(_per_head(self.b2, None if late else scale), positions)
-      logits = logits + b2[:, :, None, :]
+      rows = self.hidden_rows(hidden)  # [heads, batch * t, hidden]
+    # The scale on the smaller factor: W2's columns and b2, or the logits
+    # (fewer rows than W2's, as in a decoding step).
+    late = scale is not None and rows.shape[1] < self.w2.shape[1]
+    early = None if late else scale
+    # float32, or autocast's dtype: under autocast the hidden rows are not
+    # copied to float32 only for the matmul to copy them back.
+    dtype = _logits_dtype(rows)
+    rows = rows.to(dtype)
+    if positions.memory is None:
+      # One matmul batched over heads with b2 as its addend.
+      s = positions.memory_length
+      w2 = _per_head(self.w2[..., :s], early).to(dtype)  # [h, hidden, s]
+      if self.use_bias:
+        b2 = _per_head(self.b2[:, None, :s], early).to(dtype)  # [h, 1, s]
+        logits = torch.baddbmm(b2, rows, w2)
+      else:
+        logits = torch.bmm(rows, w2)
+      logits = _heads_from_rows(logits, hidden.shape[0])
+    else:  # columns per example (a static cache's positions)
+      w2 = _columns(_per_head(self.w2, early), positions).to(dtype)
+      logits = torch.matmul(_heads_from_rows(rows, hidden.shape[0]), w2)
+      if self.use_bias:
+        b2 = _columns(_per_head(self.b2, early), positions).to(dtype)
+        logits = logits + b2[:, :, None, :]
     if late:
       logits = _times_heads(logits, scale)
     return logits
@@ -491,15 +507,20 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del queries
-    h = self.hidden(hidden)
+    rows = self.hidden_rows(hidden)  # [heads, batch * t, hidden]
     # [batch, heads, t, s] in the kernel's dtype under autocast: not
     # written in float32 and then cast.
-    dtype = _logits_dtype(h)
-    fa = _per_head_matmul(h, self.wa.to(h.dtype)).to(dtype)  # [b, h, t, a]
-    fb = _per_head_matmul(h, self.wb.to(h.dtype)).to(dtype)  # [b, h, t, b]
-    if self.use_bias:
-      fa = fa + self.ba.to(dtype)[None, :, None, :]
-      fb = fb + self.bb.to(dtype)[None, :, None, :]
+    dtype = _logits_dtype(rows)
+    rows = rows.to(dtype)
+    factors = []
+    for w, bias in ((self.wa, "ba"), (self.wb, "bb")):
+      w = w.to(dtype)
+      if self.use_bias:
+        f = torch.baddbmm(getattr(self, bias).to(dtype)[:, None, :], rows, w)
+      else:
+        f = torch.bmm(rows, w)
+      factors.append(_heads_from_rows(f, hidden.shape[0]))
+    fa, fb = factors  # [b, h, t, a], [b, h, t, b]
     if scale is not None:
       fa = _times_heads(fa, scale)
     if positions.memory is None:
