@@ -857,8 +857,8 @@ class MtfSynthesizerAttention(nn.Module):
       ([batch, t, heads, d_kv], None).
     """
     alpha = self.mixture_weights()
-    scales = [None if alpha is None else alpha[i]
-              for i in range(len(self.function_names))]
+    scales = ([None] * len(self.function_names) if alpha is None
+              else alpha.unbind(0))
     queries = None  # unscaled, for a function that reads them (D's option)
     if any(f.needs_queries for f in self.synthesizers()):
       queries = self._heads(hidden, self.q)
@@ -1046,15 +1046,21 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
                   dtype: torch.dtype) -> torch.Tensor:
   """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
 
-  One part is expanded over the batch, not copied.
+  One part is expanded over the batch, not copied; several are
+  concatenated, each read as it lies (the copy is the concatenation's).
   """
-  # The fused kernels on CUDA read columns of stride 1 (D's keys are a
-  # transposed weight): copied before the batch is expanded.
-  parts = [p.to(dtype) if p.stride(-1) == 1 else p.to(dtype).contiguous()
-           for p in parts]
-  if len(parts) == 1:
-    return parts[0].expand(batch, -1, -1, -1)
-  return torch.cat([p.expand(batch, -1, -1, -1) for p in parts], dim=-1)
+  if len(parts) > 1:
+    # Converted where they differ: concatenation would promote them all.
+    return torch.cat([p.to(dtype).expand(batch, -1, -1, -1) for p in parts],
+                     dim=-1)
+  part = parts[0]
+  if part.stride(-1) != 1:
+    # The fused kernels on CUDA read columns of stride 1 (D's keys are a
+    # transposed weight): converted and copied at once, before the batch
+    # is expanded.
+    part = (part.contiguous() if part.dtype == dtype else
+            part.to(dtype, memory_format=torch.contiguous_format))
+  return part.to(dtype).expand(batch, -1, -1, -1)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
