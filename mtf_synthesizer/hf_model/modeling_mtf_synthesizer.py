@@ -344,6 +344,13 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del hidden, queries
+    if positions.query is None and positions.memory is None:
+      # The same for every example: one matmul batched over heads, the
+      # scale on R1's rows in use.
+      start = positions.start
+      r1 = _per_head(self.R1[:, start:start + positions.length], scale)
+      r2 = self.R2[:, :positions.memory_length].float()
+      return torch.bmm(r1, r2.transpose(1, 2))[None]
     r1 = _rows(_per_head(self.R1, scale), positions)   # [1|b, h, t, k]
     if positions.memory is None:
       r2 = self.R2[:, :positions.memory_length].float()[None]
@@ -856,6 +863,20 @@ class MtfSynthesizerAttention(nn.Module):
     Returns:
       ([batch, t, heads, d_kv], None).
     """
+    dropout = self.dropout if self.training else 0.0
+    if self.function_names == ("dot_product",):
+      # The dot product alone (V, cross-attention): the kernel's own call,
+      # the query scale its `scaling`.
+      query = self._heads(hidden, self.q)
+      if bias is not None and not torch.is_autocast_enabled(
+          query.device.type):
+        bias = bias.to(values.dtype)
+      interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+          implementation, eager_attention_forward)
+      out, _ = interface(self, query, keys, values, None, dropout=dropout,
+                         scaling=self.scaling, position_bias=bias,
+                         is_causal=False)
+      return out, None
     alpha = self.mixture_weights()
     scales = ([None] * len(self.function_names) if alpha is None
               else alpha.unbind(0))
@@ -919,7 +940,6 @@ class MtfSynthesizerAttention(nn.Module):
       else:
         bias = bias + key_bias[:, :, None, :]
     multiple, values_apart = layout.multiple, layout.values_apart
-    dropout = self.dropout if self.training else 0.0
     if not query_parts:  # R, Fix, FD: softmax(bias) V
       if not (fusable and values_apart and bias.shape[0] > 1):
         # A bias shared by the batch (R, Fix unpadded): its softmax once
@@ -965,7 +985,9 @@ class MtfSynthesizerAttention(nn.Module):
     with context:
       out, _ = interface(module, query, key, values, None, dropout=dropout,
                          scaling=1.0, position_bias=bias, is_causal=False)
-    return out[..., :self.d_kv], None
+    if out.shape[-1] != self.d_kv:
+      out = out[..., :self.d_kv]
+    return out, None
 
 
 class _EveryHead:
@@ -1060,7 +1082,8 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
     # is expanded.
     part = (part.contiguous() if part.dtype == dtype else
             part.to(dtype, memory_format=torch.contiguous_format))
-  return part.to(dtype).expand(batch, -1, -1, -1)
+  part = part.to(dtype)
+  return part if part.shape[0] == batch else part.expand(batch, -1, -1, -1)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
