@@ -4,7 +4,9 @@
 
 Checks the report's structure (every requested model, T5 and V always, the
 device line, the table's columns), that the figures are positive, the saved
-activations' count (each storage once, weights left out), that the
+activations' count (each storage once, weights left out), the operator
+count (every operator once, the backward's too; the same at every run),
+that the
 workbench module runs without TensorFlow or the package, and the CLI. It
 makes no claim about speed.
 """
@@ -38,7 +40,7 @@ TINY_FLAGS = ["--device", "cpu", "--d_model", "32", "--num_heads", "2",
               "2", "--input_length", "16", "--target_length", "8",
               "--new_tokens", "4", "--steps", "1", "--warmup", "1",
               "--rounds", "1", "--generate_repeats", "1"]
-COLUMNS = 14
+COLUMNS = 18
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,8 @@ def test_report_has_every_requested_model_and_positive_figures(report):
     assert r["generate_tokens_per_s_vs_v"] > 0, r["label"]
     assert r["peak_bytes"] is None  # no CPU allocator statistics
     assert r["saved_bytes"] > 0 and r["saved_bytes_vs_v"] > 0, r["label"]
+    assert r["train_ops"] > 0 and r["train_ops_vs_v"] > 0, r["label"]
+    assert r["decode_ops_per_step"] > 0, r["label"]
   by_label = {r["label"]: r for r in results}
   assert by_label["T5"]["train_steps_per_s_vs_t5"] == 1.0
   assert by_label["V"]["train_steps_per_s_vs_v"] == 1.0
@@ -96,6 +100,8 @@ def test_markdown_names_the_device_and_has_a_row_per_model(report):
     assert steps > 0 and tokens > 0, row
     assert cells[9] == "n/a", row  # peak memory on CPU
     assert float(cells[11]) > 0 and cells[12].endswith("x"), row
+    assert float(cells[14]) > 0 and cells[15].endswith("x"), row
+    assert float(cells[16]) > 0 and cells[17].endswith("x"), row
 
 
 def test_unknown_model_is_refused():
@@ -147,6 +153,38 @@ def test_saved_activations_count_each_storage_once():
   saved = torch_benchmark.saved_activation_bytes(Toy(), {"x": x},
                                                  torch.device("cpu"))
   assert saved == 2 * 4 * 8 * 4  # h and y, each once; no weight
+
+
+def test_operator_count_counts_each_operator_and_the_backward():
+  """x * 2 + 1 and its sum: 3 forward operators, and each of the backward's
+  (the sum's gradient expanded, the product's times 2) once."""
+  x = torch.ones(3, requires_grad=True)
+  with torch_benchmark.OperatorCount() as forward:
+    y = (x * 2 + 1).sum()
+  assert forward.calls == 3
+  with torch_benchmark.OperatorCount() as backward:
+    y.backward()
+  # ones_like (the seed), expand (sum's backward), mul (x * 2's), and
+  # detach (the leaf's gradient stored); the add's is the identity.
+  assert backward.calls == 4
+  assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+def test_operator_counts_are_the_same_at_every_run():
+  """A count depends on the model and the shapes only: not on the time,
+  the load or the thread count."""
+  model = torch_benchmark.build_model("D+V", TINY, "sdpa")
+  batch = {"input_ids": torch.randint(2, 64, (2, 16)),
+           "labels": torch.randint(2, 64, (2, 8))}
+  cpu = torch.device("cpu")
+  first = torch_benchmark.training_operator_calls(model, batch, cpu)
+  threads = torch.get_num_threads()
+  torch.set_num_threads(2 if threads == 1 else 1)
+  try:
+    assert torch_benchmark.training_operator_calls(model, batch, cpu) == first
+  finally:
+    torch.set_num_threads(threads)
+  assert all(p.grad is None for p in model.parameters())
 
 
 def test_saved_activations_are_freed_after_the_count():

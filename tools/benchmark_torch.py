@@ -5,8 +5,9 @@ r"""The PyTorch Synthesizer against transformers' T5: speed and memory.
 Every variant of the attention table and transformers'
 `T5ForConditionalGeneration`, at the same dims and attention
 implementation, side by side in one process: training steps/s, greedy
-`generate()` new tokens/s, peak memory (CUDA) and the bytes a training
-forward saves for backward (any device), with ratios to T5 and to V. On
+`generate()` new tokens/s, peak memory (CUDA), the bytes a training
+forward saves for backward and the operators a training step and a
+decoding step dispatch (any device), with ratios to T5 and to V. On
 CUDA when present (T5-base dims), else on the CPU at small dims. Needs torch
 and transformers only (no TensorFlow). See `workbench/torch_benchmark.py`
 and docs/pytorch_benchmark.md.
@@ -17,6 +18,7 @@ and docs/pytorch_benchmark.md.
       --dropout_rate 0 --no_relative_bias --steps 1 --rounds 1 \
       --generate_repeats 0
   .venv/bin/python tools/benchmark_torch.py --cache_implementation static
+  .venv/bin/python tools/benchmark_torch.py --preset cpu-host --threads 1
   .venv/bin/python tools/benchmark_torch.py --variants D+V \
       --profile_dir runs/torch_profile
 """

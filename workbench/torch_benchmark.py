@@ -22,6 +22,13 @@ and attention implementation, side by side in one process. For each model:
     saves for its backward (`saved_activation_bytes`: the tensors autograd
     packs, counted once per storage, the model's own weights left out), the
     memory effect of an attention path without a GPU;
+  * operator calls, on every device: the ATen operators one training
+    forward and backward dispatch (`training_operator_calls`), and one
+    greedy `generate()` per decoding step (`decode_operator_calls`), views
+    included: the host's share of the work, what an eager step pays where
+    its kernels are too small to hide the dispatch (a GPU's decoding steps;
+    its training steps at T5-base dims), the same at every run on a kind
+    of device (CUDA's and the CPU's paths differ where their kernels do);
   * optionally (`Settings.profile_dir`) where one training step's and one
     `generate()`'s time goes: `torch.profiler`'s table of operators (and
     CUDA kernels) per model, with the count of what they launched.
@@ -54,6 +61,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import transformers
+from torch.utils import _python_dispatch
 from transformers.modeling_outputs import BaseModelOutput
 
 from workbench import checkout
@@ -118,8 +126,10 @@ class Dims:
 
 
 # Presets: "cpu" (small dims), "gpu" (T5-base dims, 32 x 512 -> 128),
-# "gpu-long" (8 x 2048 inputs, 6+6 blocks) and "cpu-memory" (2 x 512 -> 64
-# at the cpu preset's widths, for the saved activations).
+# "gpu-long" (8 x 2048 inputs, 6+6 blocks), "cpu-memory" (2 x 512 -> 64
+# at the cpu preset's widths, for the saved activations) and "cpu-host"
+# (T5-base's 12+12 blocks at widths too small to cost anything: the time is
+# the host's, as in a GPU's eager decoding steps).
 PRESETS = {
     "cpu": Dims(d_model=128, num_heads=4, d_kv=32, d_ff=512, num_layers=2,
                 num_decoder_layers=2, vocab_size=512, batch=8,
@@ -136,6 +146,10 @@ PRESETS = {
                        num_layers=2, num_decoder_layers=2, vocab_size=512,
                        batch=2, input_length=512, target_length=64,
                        new_tokens=16),
+    "cpu-host": Dims(d_model=64, num_heads=4, d_kv=16, d_ff=128,
+                     num_layers=12, num_decoder_layers=12, vocab_size=512,
+                     batch=2, input_length=64, target_length=16,
+                     new_tokens=32),
 }
 
 
@@ -384,6 +398,49 @@ def saved_activation_bytes(model: torch.nn.Module,
   return sum(storages.values())
 
 
+class OperatorCount(_python_dispatch.TorchDispatchMode):
+  """Counts the ATen operators dispatched while it is active.
+
+  Below autograd: a backward's operators count too, and so do views; an
+  operator that decomposes counts as its parts.
+
+  Attributes:
+    calls: the operators counted so far.
+  """
+
+  def __init__(self):
+    super().__init__()
+    self.calls = 0
+
+  def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    self.calls += 1
+    return func(*args, **(kwargs or {}))
+
+
+def training_operator_calls(model: torch.nn.Module,
+                            batch: Dict[str, torch.Tensor],
+                            device: torch.device) -> int:
+  """ATen operators one training forward and backward dispatch.
+
+  The optimizer's step (one fused or foreach call per device) is left out;
+  the gradients are dropped after.
+
+  Args:
+    model: in training mode, its gradients None.
+    batch: the training batch (with labels).
+    device: where it runs (bf16 autocast on CUDA, as the timed steps).
+
+  Returns:
+    The count.
+  """
+  with OperatorCount() as count:
+    with _autocast(device):
+      loss = model(**batch, use_cache=False).loss
+    loss.backward()
+  model.zero_grad(set_to_none=True)
+  return count.calls
+
+
 def _sync(device: torch.device) -> None:
   if device.type == "cuda":
     torch.cuda.synchronize(device)
@@ -408,6 +465,8 @@ class _Entry:
   generated: int = 0
   peak_bytes: Optional[int] = None
   saved_bytes: Optional[int] = None
+  train_ops: Optional[int] = None
+  decode_ops_per_step: Optional[float] = None
   losses: List[float] = dataclasses.field(default_factory=list)
   error: Optional[str] = None
 
@@ -430,9 +489,13 @@ def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
 
 def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
               device: torch.device,
-              cache_implementation: Optional[str] = None
-              ) -> Tuple[float, int]:
-  """One greedy `generate()`; returns (seconds, new tokens)."""
+              cache_implementation: Optional[str] = None,
+              count: Optional[OperatorCount] = None) -> Tuple[float, int]:
+  """One greedy `generate()`; returns (seconds, new tokens).
+
+  `count`, if given, counts the operators of `generate()` itself (the
+  encoder's left out).
+  """
   model = entry.model
   model.eval()
   config = transformers.GenerationConfig(
@@ -447,14 +510,37 @@ def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
     # and independent of the keywords generate() passes an encoder.
     encoded = model.get_encoder()(**inputs)
     encoded = BaseModelOutput(last_hidden_state=encoded[0])
-    out = model.generate(attention_mask=inputs["attention_mask"],
-                         encoder_outputs=encoded,
-                         generation_config=config)
+    with count or contextlib.nullcontext():
+      out = model.generate(attention_mask=inputs["attention_mask"],
+                           encoder_outputs=encoded,
+                           generation_config=config)
   _sync(device)
   seconds = time.perf_counter() - start
   model.train()
   # The output starts with the decoder's start token.
   return seconds, out.shape[0] * (out.shape[1] - 1)
+
+
+def decode_operator_calls(entry: _Entry, inputs: Dict[str, torch.Tensor],
+                          dims: Dims, device: torch.device) -> float:
+  """ATen operators per decoding step of one greedy `generate()`.
+
+  With transformers' DynamicCache and nothing compiled, whatever cache the
+  timed calls use; the encoder is left out. A step is one new token of
+  every row.
+
+  Args:
+    entry: the model.
+    inputs: generate()'s inputs.
+    dims: the sizes (`new_tokens`: the steps).
+    device: where it runs.
+
+  Returns:
+    The operators of the call over its steps.
+  """
+  count = OperatorCount()
+  _, tokens = _generate(entry, inputs, dims, device, None, count)
+  return count.calls / (tokens / dims.batch)
 
 
 def _split(total: int, parts: int) -> List[int]:
@@ -492,7 +578,8 @@ def run(dims: Dims, settings: Settings,
     "commit" (of the checkout), "dims", "settings", "command", and
     "results", one dict per model in order: label, components, params,
     step_s, train_steps_per_s, generate_tokens_per_s, peak_bytes (None on
-    CPU), saved_bytes, state_bytes, loss (first and last), error (None, or
+    CPU), saved_bytes, state_bytes, train_ops,
+    decode_ops_per_step, loss (first and last), error (None, or
     why the model stopped), and the ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
@@ -579,6 +666,7 @@ def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
     _move(entry.model, entry.optimizer, device)
   if r == 0:
     entry.saved_bytes = saved_activation_bytes(entry.model, batch, device)
+    entry.train_ops = training_operator_calls(entry.model, batch, device)
   # Untimed: the warmup before the first round; after a move, one step.
   warm = settings.warmup if r == 0 else int(offload)
   for _ in range(warm):
@@ -592,6 +680,8 @@ def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
   if settings.generate_repeats and r == 0:
     _generate(entry, inputs, dims, device,
               settings.cache_implementation)  # warmup
+    entry.decode_ops_per_step = decode_operator_calls(entry, inputs, dims,
+                                                       device)
   for _ in range(generate_calls):
     seconds, tokens = _generate(entry, inputs, dims, device,
                                 settings.cache_implementation)
@@ -690,6 +780,8 @@ def _report(entries: List[_Entry], dims: Dims, settings: Settings,
         "generate_tokens_per_s": tokens_per_s,
         "peak_bytes": entry.peak_bytes,
         "saved_bytes": entry.saved_bytes,
+        "train_ops": entry.train_ops,
+        "decode_ops_per_step": entry.decode_ops_per_step,
         "state_bytes": _state_bytes(entry.model, entry.optimizer),
         "loss_first": entry.losses[0] if entry.losses else None,
         "loss_last": entry.losses[-1] if entry.losses else None,
@@ -698,7 +790,7 @@ def _report(entries: List[_Entry], dims: Dims, settings: Settings,
   by_label = {r["label"]: r for r in results}
   for result in results:
     for key in ("train_steps_per_s", "generate_tokens_per_s", "peak_bytes",
-                "saved_bytes"):
+                "saved_bytes", "train_ops", "decode_ops_per_step"):
       for ref in (T5, V):
         result["%s_vs_%s" % (key, ref.lower())] = _ratio(
             result[key], by_label[ref][key])
@@ -759,6 +851,9 @@ def markdown(report: Dict[str, Any]) -> str:
               "; the Synthesizer without relative bias")),
       "- saved activations: bytes one training forward saves for backward "
       "(unique storages, weights excluded)",
+      "- operators: ATen operators one training forward and backward "
+      "dispatch (views included; the optimizer left out), and per "
+      "decoding step of one greedy generate() (DynamicCache, not compiled)",
   ]
   if report.get("command"):
     lines.append("- command: `%s`" % report["command"])
@@ -769,15 +864,15 @@ def markdown(report: Dict[str, Any]) -> str:
       "",
       "| model | functions | params (M) | train steps/s | vs T5 | vs V | "
       "generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | saved MiB | "
-      "vs V | state MiB |",
+      "vs V | state MiB | train ops | vs V | decode ops/step | vs V |",
       "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: | ---: | ---: | ---: |",
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ]
   for r in report["results"]:
     peak = r["peak_bytes"]
     saved = r.get("saved_bytes")
     lines.append("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s "
-                 "| %s | %s | %.1f |" % (
+                 "| %s | %s | %.1f | %s | %s | %s | %s |" % (
                      r["label"], "+".join(r["components"]) or "(T5)",
                      r["params"] / 1e6, _number(r["train_steps_per_s"]),
                      _times(r["train_steps_per_s_vs_t5"]),
@@ -789,7 +884,11 @@ def markdown(report: Dict[str, Any]) -> str:
                      _times(r["peak_bytes_vs_t5"]),
                      "n/a" if saved is None else "%.1f" % (saved / MIB),
                      _times(r.get("saved_bytes_vs_v")),
-                     r["state_bytes"] / MIB))
+                     r["state_bytes"] / MIB,
+                     _number(r.get("train_ops"), 0),
+                     _times(r.get("train_ops_vs_v")),
+                     _number(r.get("decode_ops_per_step"), 1),
+                     _times(r.get("decode_ops_per_step_vs_v"))))
   failed = [r for r in report["results"] if r.get("error")]
   if failed:
     lines.append("")
