@@ -238,6 +238,12 @@ def _logits_dtype(x: torch.Tensor) -> torch.dtype:
   return torch.float32
 
 
+def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+  """x in dtype; x itself where it is (no call dispatched: decoding steps
+  are bound by the host's work)."""
+  return x if x.dtype == dtype else x.to(dtype)
+
+
 def _glorot_limit(fan_in: int, fan_out: int) -> float:
   """The glorot uniform limit sqrt(6 / (fan_in + fan_out))."""
   return math.sqrt(6.0 / (fan_in + fan_out))
@@ -253,7 +259,7 @@ def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
 
 def _times_heads(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
   """x [batch, heads, ...] times scale [heads], in x's dtype."""
-  return x * scale.to(x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
+  return x * _cast(scale, x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
 
 
 def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
@@ -447,13 +453,13 @@ class MtfSynthesizerDense(_DenseHidden):
     # float32, or autocast's dtype: under autocast the hidden rows are not
     # copied to float32 only for the matmul to copy them back.
     dtype = _logits_dtype(rows)
-    rows = rows.to(dtype)
+    rows = _cast(rows, dtype)
     if positions.memory is None:
       # One matmul batched over heads with b2 as its addend.
       s = positions.memory_length
-      w2 = _per_head(self.w2[..., :s], early).to(dtype)  # [h, hidden, s]
+      w2 = _cast(_per_head(self.w2[..., :s], early), dtype)  # [h, hid, s]
       if self.use_bias:
-        b2 = _per_head(self.b2[:, None, :s], early).to(dtype)  # [h, 1, s]
+        b2 = _cast(_per_head(self.b2[:, None, :s], early), dtype)  # [h,1,s]
         logits = torch.baddbmm(b2, rows, w2)
       else:
         logits = torch.bmm(rows, w2)
@@ -557,8 +563,9 @@ def _plain_linear(module: nn.Module) -> bool:
   replace `forward`) has replaced or wrapped. Its kernel can be read and
   scaled before the matmul; any other projection must be called.
   """
-  return (type(module) is nn.Linear and module.bias is None and  # pylint: disable=unidiomatic-typecheck
-          not module._forward_hooks and not module._forward_pre_hooks and  # pylint: disable=protected-access
+  # pylint: disable=protected-access,unidiomatic-typecheck
+  return (type(module) is nn.Linear and module.bias is None and
+          not module._forward_hooks and not module._forward_pre_hooks and
           "forward" not in vars(module))
 
 
@@ -870,7 +877,7 @@ class MtfSynthesizerAttention(nn.Module):
       query = self._heads(hidden, self.q)
       if bias is not None and not torch.is_autocast_enabled(
           query.device.type):
-        bias = bias.to(values.dtype)
+        bias = _cast(bias, values.dtype)
       interface = ALL_ATTENTION_FUNCTIONS.get_interface(
           implementation, eager_attention_forward)
       out, _ = interface(self, query, keys, values, None, dropout=dropout,
@@ -975,7 +982,7 @@ class MtfSynthesizerAttention(nn.Module):
       values = _pad_width(values, value_width)
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
-      bias = bias.to(dtype)
+      bias = _cast(bias, dtype)
     interface = ALL_ATTENTION_FUNCTIONS.get_interface(
         implementation, eager_attention_forward)
     context = contextlib.nullcontext()
@@ -1073,8 +1080,8 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
   """
   if len(parts) > 1:
     # Converted where they differ: concatenation would promote them all.
-    return torch.cat([p.to(dtype).expand(batch, -1, -1, -1) for p in parts],
-                     dim=-1)
+    return torch.cat(
+        [_cast(p, dtype).expand(batch, -1, -1, -1) for p in parts], dim=-1)
   part = parts[0]
   if part.stride(-1) != 1:
     # The fused kernels on CUDA read columns of stride 1 (D's keys are a
@@ -1082,7 +1089,7 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
     # is expanded.
     part = (part.contiguous() if part.dtype == dtype else
             part.to(dtype, memory_format=torch.contiguous_format))
-  part = part.to(dtype)
+  part = _cast(part, dtype)
   return part if part.shape[0] == batch else part.expand(batch, -1, -1, -1)
 
 
