@@ -465,10 +465,10 @@ class MtfSynthesizerDense(_DenseHidden):
         logits = torch.bmm(rows, w2)
       logits = _heads_from_rows(logits, hidden.shape[0])
     else:  # columns per example (a static cache's positions)
-      w2 = _columns(_per_head(self.w2, early), positions).to(dtype)
+      w2 = _cast(_columns(_per_head(self.w2, early), positions), dtype)
       logits = torch.matmul(_heads_from_rows(rows, hidden.shape[0]), w2)
       if self.use_bias:
-        b2 = _columns(_per_head(self.b2, early), positions).to(dtype)
+        b2 = _cast(_columns(_per_head(self.b2, early), positions), dtype)
         logits = logits + b2[:, :, None, :]
     if late:
       logits = _times_heads(logits, scale)
@@ -524,12 +524,13 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     # [batch, heads, t, s] in the kernel's dtype under autocast: not
     # written in float32 and then cast.
     dtype = _logits_dtype(rows)
-    rows = rows.to(dtype)
+    rows = _cast(rows, dtype)
     factors = []
     for w, bias in ((self.wa, "ba"), (self.wb, "bb")):
-      w = w.to(dtype)
+      w = _cast(w, dtype)
       if self.use_bias:
-        f = torch.baddbmm(getattr(self, bias).to(dtype)[:, None, :], rows, w)
+        f = torch.baddbmm(_cast(getattr(self, bias), dtype)[:, None, :],
+                          rows, w)
       else:
         f = torch.bmm(rows, w)
       factors.append(_heads_from_rows(f, hidden.shape[0]))
@@ -741,7 +742,7 @@ class MtfSynthesizerAttention(nn.Module):
       return queries * scale
     weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
     if torch.is_tensor(scale):
-      weight = weight * scale.to(weight.dtype).view(-1, 1, 1)
+      weight = weight * _cast(scale, weight.dtype).view(-1, 1, 1)
     else:
       weight = weight * scale
     out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
@@ -871,9 +872,11 @@ class MtfSynthesizerAttention(nn.Module):
       ([batch, t, heads, d_kv], None).
     """
     dropout = self.dropout if self.training else 0.0
-    if self.function_names == ("dot_product",):
+    if self.function_names == ("dot_product",) and (
+        not hidden.is_cuda or self.d_kv % KERNEL_WIDTH_MULTIPLE == 0):
       # The dot product alone (V, cross-attention): the kernel's own call,
-      # the query scale its `scaling`.
+      # the query scale its `scaling` (on CUDA at a head width the fused
+      # kernels take; else the columns below are padded to one).
       query = self._heads(hidden, self.q)
       if bias is not None and not torch.is_autocast_enabled(
           query.device.type):
