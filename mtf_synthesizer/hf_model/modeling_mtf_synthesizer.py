@@ -681,14 +681,24 @@ class MtfSynthesizerAttention(nn.Module):
     self.num_key_value_groups = self.num_heads // self.memory_heads
     self.is_causal = False  # causality is in the bias
     self.dropout = config.dropout_rate
+    self.scale_queries = config.scale_queries
     self.scaling = config.d_kv**-0.5 if config.scale_queries else 1.0
     self.function_names = tuple(functions)
     self.has_dot_product = "dot_product" in functions
     for name in functions:
       if FUNCTIONS[name] is not None:
         setattr(self, name, FUNCTIONS[name](config))
-    self.needs_queries = self.has_dot_product or any(
+    # What the fused path asks at every call, fixed by the functions: a
+    # function reads the unscaled queries; which functions' logits join
+    # the bias (the batch-free ones too where the kernel takes a bias with
+    # a gradient: on CUDA).
+    self.function_reads_queries = any(
         f.needs_queries for f in self.synthesizers())
+    self.needs_queries = self.has_dot_product or self.function_reads_queries
+    self.bias_functions = frozenset(
+        f.name for f in self.synthesizers() if f.contributes == BIAS)
+    self.bias_functions_on_cuda = self.bias_functions | frozenset(
+        f.name for f in self.synthesizers() if f.batch_free)
     d = config.d_model
     inner = self.num_heads * self.d_kv
     memory_inner = self.memory_heads * self.d_kv
@@ -877,21 +887,13 @@ class MtfSynthesizerAttention(nn.Module):
       # The dot product alone (V, cross-attention): the kernel's own call,
       # the query scale its `scaling` (on CUDA at a head width the fused
       # kernels take; else the columns below are padded to one).
-      query = self._heads(hidden, self.q)
-      if bias is not None and not torch.is_autocast_enabled(
-          query.device.type):
-        bias = _cast(bias, values.dtype)
-      interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-          implementation, eager_attention_forward)
-      out, _ = interface(self, query, keys, values, None, dropout=dropout,
-                         scaling=self.scaling, position_bias=bias,
-                         is_causal=False)
-      return out, None
+      return self._kernel(self, self._heads(hidden, self.q), keys, values,
+                          bias, implementation, dropout, self.scaling), None
     alpha = self.mixture_weights()
     scales = ([None] * len(self.function_names) if alpha is None
               else alpha.unbind(0))
     queries = None  # unscaled, for a function that reads them (D's option)
-    if any(f.needs_queries for f in self.synthesizers()):
+    if self.function_reads_queries:
       queries = self._heads(hidden, self.q)
     functions = [(name, getattr(self, name, None), scale)
                  for name, scale in zip(self.function_names, scales)]
@@ -899,11 +901,9 @@ class MtfSynthesizerAttention(nn.Module):
     # logits (FR's R1 R2^T) join the bias, [1, heads, t, s] once for the
     # batch, rather than widening every example's queries and keys (FR+V:
     # 64 + k columns run the kernel's 128-wide head tier).
-    batch_free_in_bias = _kernel_layout(hidden.is_cuda, True).bias_gradient
-    as_bias = {name for name, function, _ in functions
-               if function is not None and (
-                   function.contributes == BIAS or
-                   (function.batch_free and batch_free_in_bias))}
+    as_bias = (self.bias_functions_on_cuda
+               if _kernel_layout(hidden.is_cuda, True).bias_gradient
+               else self.bias_functions)
     for name, function, scale in functions:
       if name in as_bias:
         term = function(hidden, queries, positions, scale)
@@ -921,27 +921,33 @@ class MtfSynthesizerAttention(nn.Module):
     # step): one row of logits costs less than copying the cached keys and
     # values into wider columns at every step.
     layout = _kernel_layout(hidden.is_cuda, bias is not None)
-    fusable = hidden.shape[1] > 1 and (
-        layout.bias_gradient or bias is None or not bias.requires_grad)
+    if hidden.shape[1] == 1 or not (
+        layout.bias_gradient or bias is None or not bias.requires_grad):
+      # The logits path: every other function's logits join the bias, as
+      # in `_reference`; the kernel computes the dot product alone.
+      for name, function, scale in functions:
+        if function is not None and name not in as_bias:
+          bias = _plus(bias, function(hidden, queries, positions, scale))
+      if not self.has_dot_product:
+        return synthesized_attention_forward(self, values, bias,
+                                             dropout)[0], None
+      query = self._scaled_queries(hidden, self._dot_product_scale(scales))
+      return self._kernel(self, _cast(query, values.dtype), keys, values,
+                          bias, implementation, dropout), None
+    # The columns path.
     query_parts, key_parts, key_biases = [], [], []
     for name, function, scale in functions:
       if name == "dot_product":
-        if self.config.scale_queries:
-          scale = self.scaling if scale is None else scale * self.scaling
-        query_parts.append(self._scaled_queries(hidden, scale))
+        query_parts.append(self._scaled_queries(
+            hidden, self._dot_product_scale(scales)))
         key_parts.append(keys)
-      elif name in as_bias:
-        continue
-      elif fusable:
+      elif name not in as_bias:
         query, key, key_bias = function.columns(hidden, queries, positions,
                                                 scale)
         query_parts.append(query)
         key_parts.append(key)
         if key_bias is not None:
           key_biases.append(key_bias)
-      else:
-        term = function(hidden, queries, positions, scale)
-        bias = _plus(bias, term)
     for key_bias in key_biases:  # [1|b, heads, s]
       if bias is None:  # a column of ones against it keeps the kernel free
         query_parts.append(hidden.new_ones(1, self.num_heads,
@@ -951,7 +957,7 @@ class MtfSynthesizerAttention(nn.Module):
         bias = bias + key_bias[:, :, None, :]
     multiple, values_apart = layout.multiple, layout.values_apart
     if not query_parts:  # R, Fix, FD: softmax(bias) V
-      if not (fusable and values_apart and bias.shape[0] > 1):
+      if not (values_apart and bias.shape[0] > 1):
         # A bias shared by the batch (R, Fix unpadded): its softmax once
         # for every example (on an H200 the kernel, which takes it per
         # example, ran R at 0.99x V at 8 x 2048, this path at 1.22x).
@@ -976,16 +982,43 @@ class MtfSynthesizerAttention(nn.Module):
     key = _side_by_side(key_parts, values.shape[0], dtype)
     # Zero columns change no logit; the values' zero columns are cut from
     # the output.
-    if fusable:
-      width = _round_up(query.shape[-1], multiple)
-      value_width = _round_up(self.d_kv, multiple)
-      if not values_apart:
-        width = value_width = max(width, value_width)
-      query, key = _pad_width(query, width), _pad_width(key, width)
-      values = _pad_width(values, value_width)
+    width = _round_up(query.shape[-1], multiple)
+    value_width = _round_up(self.d_kv, multiple)
+    if not values_apart:
+      width = value_width = max(width, value_width)
+    query, key = _pad_width(query, width), _pad_width(key, width)
+    values = _pad_width(values, value_width)
+    return self._kernel(module, query, key, values, bias, implementation,
+                        dropout), None
+
+  def _dot_product_scale(self, scales):
+    """The dot product's query scale: its mixture weight times 1/sqrt(d_kv)
+    where the queries are scaled at run time, or None."""
+    scale = scales[self.function_names.index("dot_product")]
+    if self.scale_queries:
+      scale = self.scaling if scale is None else scale * self.scaling
+    return scale
+
+  def _kernel(self, module, query, key, values, bias, implementation,
+              dropout, scaling=1.0) -> torch.Tensor:
+    """One call of the attention interface.
+
+    Args:
+      module: the layer as the kernel sees it (its key-value groups).
+      query: [batch, heads, t, c].
+      key: [batch, heads or memory_heads, s, c].
+      values: [batch, heads or memory_heads, s, c_v].
+      bias: additive, or None.
+      implementation: the attention interface's name.
+      dropout: on the attention weights.
+      scaling: multiplies Q K^T.
+
+    Returns:
+      [batch, t, heads, d_kv]: the values' zero columns cut.
+    """
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
-      bias = _cast(bias, dtype)
+      bias = _cast(bias, values.dtype)
     interface = ALL_ATTENTION_FUNCTIONS.get_interface(
         implementation, eager_attention_forward)
     context = contextlib.nullcontext()
@@ -994,10 +1027,11 @@ class MtfSynthesizerAttention(nn.Module):
       context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
     with context:
       out, _ = interface(module, query, key, values, None, dropout=dropout,
-                         scaling=1.0, position_bias=bias, is_causal=False)
+                         scaling=scaling, position_bias=bias,
+                         is_causal=False)
     if out.shape[-1] != self.d_kv:
       out = out[..., :self.d_kv]
-    return out, None
+    return out
 
 
 class _EveryHead:
