@@ -239,8 +239,10 @@ def _logits_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-  """x in dtype; x itself where it is (no call dispatched: decoding steps
-  are bound by the host's work)."""
+  """x in dtype: x itself where it has it.
+
+  No call is dispatched then: decoding steps are bound by the host's work.
+  """
   return x if x.dtype == dtype else x.to(dtype)
 
 
@@ -251,7 +253,7 @@ def _glorot_limit(fan_in: int, fan_out: int) -> float:
 
 def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
   """table [heads, ...] * scale [heads], in float32."""
-  table = table.float()
+  table = _cast(table, torch.float32)
   if scale is None:
     return table
   return table * scale.view(-1, *([1] * (table.dim() - 1)))
@@ -911,8 +913,8 @@ class MtfSynthesizerAttention(nn.Module):
           # Per example (FD's), in the logits' dtype (autocast's, where
           # on): not promoted to float32 by a float32 bias.
           dtype = _logits_dtype(hidden)
-          bias = None if bias is None else bias.to(dtype)
-          term = term.to(dtype)
+          bias = None if bias is None else _cast(bias, dtype)
+          term = _cast(term, dtype)
         bias = _plus(bias, term)
     # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
     # relative bias in training): its math kernel writes the logits anyway,
@@ -992,8 +994,17 @@ class MtfSynthesizerAttention(nn.Module):
                         dropout), None
 
   def _dot_product_scale(self, scales):
-    """The dot product's query scale: its mixture weight times 1/sqrt(d_kv)
-    where the queries are scaled at run time, or None."""
+    """The dot product's query scale, or None.
+
+    Its mixture weight, times 1/sqrt(d_kv) where the queries are scaled at
+    run time (`scale_queries`).
+
+    Args:
+      scales: each function's mixture weight [heads] (None without any).
+
+    Returns:
+      The scale: a tensor [heads], a number, or None.
+    """
     scale = scales[self.function_names.index("dot_product")]
     if self.scale_queries:
       scale = self.scaling if scale is None else scale * self.scaling
