@@ -5,8 +5,8 @@
 Checks the report's structure (every requested model, T5 and V always, the
 device line, the table's columns), that the figures are positive, the saved
 activations' count (each storage once, weights left out), the operator
-count (every operator once, the backward's too; the same at every run),
-that the
+count (every operator once, the backward's too; the same at every run; a
+decoder layer of V no costlier to the host than one of T5), that the
 workbench module runs without TensorFlow or the package, and the CLI. It
 makes no claim about speed.
 """
@@ -185,6 +185,29 @@ def test_operator_counts_are_the_same_at_every_run():
   finally:
     torch.set_num_threads(threads)
   assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_decoder_layer_of_v_dispatches_what_one_of_t5_does():
+  """V is T5's math: a decoding step costs the host no more operators per
+  decoder layer (self- and cross-attention, feed-forward) than
+  transformers' T5 does. Each layer's count: the difference between 2+2
+  and 1+1 blocks (the encoder runs outside the decoding steps)."""
+  inputs = {"input_ids": torch.randint(2, 64, (2, 16)),
+            "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+  cpu = torch.device("cpu")
+  per_layer = {}
+  for label in ("T5", "V"):
+    counts = []
+    for layers in (1, 2):
+      dims = dataclasses.replace(TINY, num_layers=layers,
+                                 num_decoder_layers=layers)
+      model = torch_benchmark.build_model(label, dims, "sdpa")
+      entry = torch_benchmark._Entry(label, (), model, None, model)  # pylint: disable=protected-access
+      counts.append(torch_benchmark.decode_operator_calls(entry, inputs,
+                                                          dims, cpu))
+    per_layer[label] = counts[1] - counts[0]
+  assert per_layer["T5"] > 0
+  assert per_layer["V"] <= per_layer["T5"], per_layer
 
 
 def test_saved_activations_are_freed_after_the_count():
