@@ -202,8 +202,7 @@ def test_a_decoder_layer_of_v_dispatches_what_one_of_t5_does():
       dims = dataclasses.replace(TINY, num_layers=layers,
                                  num_decoder_layers=layers)
       model = torch_benchmark.build_model(label, dims, "sdpa")
-      entry = torch_benchmark._Entry(label, (), model, None, model)  # pylint: disable=protected-access
-      counts.append(torch_benchmark.decode_operator_calls(entry, inputs,
+      counts.append(torch_benchmark.decode_operator_calls(model, inputs,
                                                           dims, cpu))
     per_layer[label] = counts[1] - counts[0]
   assert per_layer["T5"] > 0

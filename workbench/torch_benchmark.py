@@ -487,8 +487,8 @@ def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
   return seconds
 
 
-def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
-              device: torch.device,
+def _generate(model: torch.nn.Module, inputs: Dict[str, torch.Tensor],
+              dims: Dims, device: torch.device,
               cache_implementation: Optional[str] = None,
               count: Optional[OperatorCount] = None) -> Tuple[float, int]:
   """One greedy `generate()`; returns (seconds, new tokens).
@@ -496,7 +496,6 @@ def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
   `count`, if given, counts the operators of `generate()` itself (the
   encoder's left out).
   """
-  model = entry.model
   model.eval()
   config = transformers.GenerationConfig(
       max_new_tokens=dims.new_tokens, min_new_tokens=dims.new_tokens,
@@ -521,8 +520,9 @@ def _generate(entry: _Entry, inputs: Dict[str, torch.Tensor], dims: Dims,
   return seconds, out.shape[0] * (out.shape[1] - 1)
 
 
-def decode_operator_calls(entry: _Entry, inputs: Dict[str, torch.Tensor],
-                          dims: Dims, device: torch.device) -> float:
+def decode_operator_calls(model: torch.nn.Module,
+                          inputs: Dict[str, torch.Tensor], dims: Dims,
+                          device: torch.device) -> float:
   """ATen operators per decoding step of one greedy `generate()`.
 
   With transformers' DynamicCache and nothing compiled, whatever cache the
@@ -530,7 +530,8 @@ def decode_operator_calls(entry: _Entry, inputs: Dict[str, torch.Tensor],
   every row.
 
   Args:
-    entry: the model.
+    model: the model (left in training mode, as `generate()` calls here
+      leave it).
     inputs: generate()'s inputs.
     dims: the sizes (`new_tokens`: the steps).
     device: where it runs.
@@ -539,7 +540,7 @@ def decode_operator_calls(entry: _Entry, inputs: Dict[str, torch.Tensor],
     The operators of the call over its steps.
   """
   count = OperatorCount()
-  _, tokens = _generate(entry, inputs, dims, device, None, count)
+  _, tokens = _generate(model, inputs, dims, device, None, count)
   return count.calls / (tokens / dims.batch)
 
 
@@ -578,9 +579,9 @@ def run(dims: Dims, settings: Settings,
     "commit" (of the checkout), "dims", "settings", "command", and
     "results", one dict per model in order: label, components, params,
     step_s, train_steps_per_s, generate_tokens_per_s, peak_bytes (None on
-    CPU), saved_bytes, state_bytes, train_ops,
-    decode_ops_per_step, loss (first and last), error (None, or
-    why the model stopped), and the ratios *_vs_t5 and *_vs_v.
+    CPU), saved_bytes, state_bytes, train_ops, decode_ops_per_step, loss
+    (first and last), error (None, or why the model stopped), and the
+    ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
     raise ValueError("attn_implementation must be one of %s, got %r" % (
@@ -678,12 +679,12 @@ def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
     peak = torch.cuda.max_memory_allocated(device) - base
     entry.peak_bytes = max(entry.peak_bytes or 0, peak)
   if settings.generate_repeats and r == 0:
-    _generate(entry, inputs, dims, device,
+    _generate(entry.model, inputs, dims, device,
               settings.cache_implementation)  # warmup
-    entry.decode_ops_per_step = decode_operator_calls(entry, inputs, dims,
-                                                       device)
+    entry.decode_ops_per_step = decode_operator_calls(entry.model, inputs,
+                                                       dims, device)
   for _ in range(generate_calls):
-    seconds, tokens = _generate(entry, inputs, dims, device,
+    seconds, tokens = _generate(entry.model, inputs, dims, device,
                                 settings.cache_implementation)
     entry.generate_s.append(seconds)
     entry.generated = tokens
@@ -748,7 +749,7 @@ def write_profile(entry: _Entry, batch: Dict[str, torch.Tensor],
     sections.append("## One generate() (%d new tokens, %s cache)\n" % (
         dims.new_tokens, settings.cache_implementation or "dynamic") +
                     _profiled(device, lambda: _generate(
-                        entry, inputs, dims, device,
+                        entry.model, inputs, dims, device,
                         settings.cache_implementation)))
   os.makedirs(settings.profile_dir, exist_ok=True)
   path = profile_path(settings.profile_dir, entry.label)
