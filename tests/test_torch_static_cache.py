@@ -38,10 +38,10 @@ TOLERANCE = 1e-5
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _model(variant, head, seed=0):
+def _model(variant, head, seed=0, **fields):
   """A tiny model of the variant, every weight random (biases included)."""
   return tiny_models.random_model(modeling, variant.components,
-                                  head == "causal_lm", seed)
+                                  head == "causal_lm", seed, **fields)
 
 
 def _batches(head):
@@ -104,6 +104,22 @@ def test_static_cache_generates_what_the_dynamic_cache_does(
     longer = _generate(model, batch,
                        past_key_values=_long_static_cache(model, batch))
     _assert_same_decoding(longer, dynamic)
+
+
+@pytest.mark.parametrize("settings", [{}, {"cache_implementation": "static"}],
+                         ids=["dynamic", "static"])
+@pytest.mark.parametrize("decoder_blocks", [1, 3])
+def test_a_decoder_with_its_own_number_of_blocks_generates(decoder_blocks,
+                                                           settings):
+  """The cache has the decoder's blocks, not the encoder's (two here)."""
+  model = _model(attentions.get("D+V"), "seq2seq",
+                 num_decoder_layers=decoder_blocks)
+  batch = _batches("seq2seq")[0]
+  got = _generate(model, batch, **settings)
+  cache = got.past_key_values
+  for part in (cache.self_attention_cache, cache.cross_attention_cache):
+    assert len(part.layers) == decoder_blocks
+  _assert_same_decoding(got, _generate(model, batch, use_cache=False))
 
 
 def _fill_unwritten(cache, written, seed=5):

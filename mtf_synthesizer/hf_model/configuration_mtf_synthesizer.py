@@ -13,6 +13,7 @@ scaled at run time, learned absolute positions) are fields too, so that
 `mtf_synthesizer.export` can describe any model the stock CLI trains.
 """
 
+import copy
 import inspect
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -257,6 +258,29 @@ class MtfSynthesizerConfig(PretrainedConfig):
       if name in full:
         written[name] = full[name]
     return written
+
+  def get_text_config(self, decoder: Optional[bool] = None,
+                      encoder: Optional[bool] = None) -> PretrainedConfig:
+    """The config of one end of the model; the decoder's has its blocks.
+
+    transformers sizes a generation's caches (DynamicCache, StaticCache)
+    by the decoder's config `num_hidden_layers`: an encoder-decoder whose
+    decoder has another number of blocks (`num_decoder_layers`) gets it
+    there, not the encoder's `num_layers`.
+
+    Args:
+      decoder: the decoder's end.
+      encoder: the encoder's end.
+
+    Returns:
+      This config, or a copy for the decoder's end.
+    """
+    config = super().get_text_config(decoder=decoder, encoder=encoder)
+    if (decoder and not encoder and self.is_encoder_decoder and
+        config.num_layers != self.num_decoder_layers):
+      config = copy.deepcopy(config) if config is self else config
+      config.num_layers = self.num_decoder_layers
+    return config
 
   def synthesizers(self, stack: str) -> Tuple[str, ...]:
     """The functions of a stack's self-attention ("encoder"/"decoder")."""
