@@ -1124,12 +1124,13 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
   """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
 
   One part is expanded over the batch, not copied; several are
-  concatenated, each read as it lies (the copy is the concatenation's).
+  concatenated, each read as it lies (the copy is the concatenation's), a
+  part without the batch expanded.
   """
   if len(parts) > 1:
     # Converted where they differ: concatenation would promote them all.
-    return torch.cat(
-        [_cast(p, dtype).expand(batch, -1, -1, -1) for p in parts], dim=-1)
+    return torch.cat([_expand_batch(_cast(p, dtype), batch) for p in parts],
+                     dim=-1)
   part = parts[0]
   if part.stride(-1) != 1:
     # The fused kernels on CUDA read columns of stride 1 (D's keys are a
@@ -1137,8 +1138,12 @@ def _side_by_side(parts: List[torch.Tensor], batch: int,
     # is expanded.
     part = (part.contiguous() if part.dtype == dtype else
             part.to(dtype, memory_format=torch.contiguous_format))
-  part = _cast(part, dtype)
-  return part if part.shape[0] == batch else part.expand(batch, -1, -1, -1)
+  return _expand_batch(_cast(part, dtype), batch)
+
+
+def _expand_batch(x: torch.Tensor, batch: int) -> torch.Tensor:
+  """[1 or batch, ...] -> [batch, ...]: a view, dispatched only if needed."""
+  return x if x.shape[0] == batch else x.expand(batch, *x.shape[1:])
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
