@@ -297,7 +297,9 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
   tiny_models.assert_close_gradients(results["sdpa"][1], results["eager"][1])
   if "random" in variant.components:
     return  # R's table needs a gradient: on CPU the columns stay out
-  columns = {"dot_product": model.config.d_kv, "dense": model.config.d_kv,
+  # The masks need no gradient: D's b2 is a column against ones.
+  columns = {"dot_product": model.config.d_kv,
+             "dense": model.config.d_kv + 1,
              "factorized_random": model.config.factorized_random_k}
   width = sum(columns.get(name, 0) for name in variant.components)
   model.zero_grad()
@@ -307,6 +309,34 @@ def test_fused_training_step_equals_eager(variant, monkeypatch):
   # four columns alone are padded to d_kv.
   if width > model.config.d_kv:
     assert [w for w in widths if w != model.config.d_kv] == [width] * 4
+
+
+@pytest.mark.parametrize("variant", [
+    v for v in VARIANTS if "bias" not in _contributions(v.components)],
+                         ids=lambda v: v.label)
+def test_causal_training_gives_the_cpu_kernel_a_bias_without_gradient(
+    variant, monkeypatch):
+  """sdpa's CPU kernels take no bias that needs a gradient: with one they
+  fall back to the math kernel, which writes the logits. A causal LM's
+  training step without relative bias has the causal mask alone, and no
+  function's bias per key (D's b2) gives it a gradient."""
+  model = tiny_models.perturb(tiny_models.causal_lm(
+      variant.components, num_layers=2, relative_attention_type=None))
+  model.train()
+  model.set_attn_implementation("sdpa")
+  masks = []
+  kernel = torch.nn.functional.scaled_dot_product_attention
+
+  def recording(query, key, value, attn_mask=None, **kwargs):
+    masks.append(attn_mask)
+    return kernel(query, key, value, attn_mask=attn_mask, **kwargs)
+
+  monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                      recording)
+  ids = tiny_models.ids((2, 7), seed=5)
+  model(input_ids=ids, labels=ids).loss.backward()
+  assert len(masks) == 2
+  assert not any(m is not None and m.requires_grad for m in masks)
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)

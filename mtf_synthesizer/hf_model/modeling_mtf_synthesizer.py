@@ -951,7 +951,13 @@ class MtfSynthesizerAttention(nn.Module):
         if key_bias is not None:
           key_biases.append(key_bias)
     for key_bias in key_biases:  # [1|b, heads, s]
-      if bias is None:  # a column of ones against it keeps the kernel free
+      # A key column against a column of ones where there is no bias, or
+      # where b2 would give a CPU kernel's bias a gradient (its math path,
+      # which writes the logits); else it joins the bias (CUDA: the head
+      # width stays d_kv's multiple).
+      if bias is None or (not layout.bias_gradient and
+                          torch.is_grad_enabled() and
+                          key_bias.requires_grad and not bias.requires_grad):
         query_parts.append(hidden.new_ones(1, self.num_heads,
                                            hidden.shape[1], 1))
         key_parts.append(key_bias[..., None])
