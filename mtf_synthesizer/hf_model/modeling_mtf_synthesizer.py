@@ -264,17 +264,37 @@ def _times_heads(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
   return x * _cast(scale, x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
 
 
+def _span(x: torch.Tensor, dim: int, start, length: int) -> torch.Tensor:
+  """x's positions start .. start + length - 1 along dim.
+
+  x itself where they are all of it: a slice would cost its backward a
+  zeroed copy of the whole (R's [heads, N, N] table in every layer).
+
+  Args:
+    x: the tensor.
+    dim: the positions' dimension.
+    start: the first position (a number).
+    length: how many.
+
+  Returns:
+    x, or a view of it.
+  """
+  if start == 0 and length == x.shape[dim]:
+    return x
+  return x.narrow(dim, start, length)
+
+
 def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, N, ...] -> the query rows: [1 or batch, heads, length, ...]."""
   if positions.query is None:
-    return table[:, positions.start:positions.start + positions.length][None]
+    return _span(table, 1, positions.start, positions.length)[None]
   return table[:, positions.query].transpose(0, 1)
 
 
 def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, ..., N] -> memory columns: [1 or batch, heads, ..., s]."""
   if positions.memory is None:
-    return table[..., :positions.memory_length][None]
+    return _span(table, -1, 0, positions.memory_length)[None]
   # [heads, ..., batch, s] -> [batch, heads, ..., s]
   gathered = table[..., positions.memory]
   return gathered.movedim(-2, 0)
@@ -283,7 +303,7 @@ def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
 def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, N, c] -> the memory rows: [1 or batch, heads, s, c]."""
   if positions.memory is None:
-    return table[:, :positions.memory_length][None]
+    return _span(table, 1, 0, positions.memory_length)[None]
   return table[:, positions.memory].transpose(0, 1)
 
 
@@ -310,8 +330,8 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
     del hidden, queries
     r = self.table()
     if positions.query is None:
-      r = r[:, positions.start:positions.start + positions.length,
-            :positions.memory_length]
+      r = _span(_span(r, 1, positions.start, positions.length), 2, 0,
+                positions.memory_length)
       return _per_head(r, scale)[None]
     rows = r[:, positions.query]                       # [h, b, t, N]
     index = positions.memory[None, :, None, :].expand(
@@ -356,12 +376,12 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
       # The same for every example: one matmul batched over heads, the
       # scale on R1's rows in use.
       start = positions.start
-      r1 = _per_head(self.R1[:, start:start + positions.length], scale)
-      r2 = self.R2[:, :positions.memory_length].float()
+      r1 = _per_head(_span(self.R1, 1, start, positions.length), scale)
+      r2 = _span(self.R2, 1, 0, positions.memory_length).float()
       return torch.bmm(r1, r2.transpose(1, 2))[None]
     r1 = _rows(_per_head(self.R1, scale), positions)   # [1|b, h, t, k]
     if positions.memory is None:
-      r2 = self.R2[:, :positions.memory_length].float()[None]
+      r2 = _span(self.R2, 1, 0, positions.memory_length).float()[None]
     else:
       r2 = self.R2[:, positions.memory].float().transpose(0, 1)
     return torch.matmul(r1, r2.transpose(-1, -2))
@@ -459,9 +479,10 @@ class MtfSynthesizerDense(_DenseHidden):
     if positions.memory is None:
       # One matmul batched over heads with b2 as its addend.
       s = positions.memory_length
-      w2 = _cast(_per_head(self.w2[..., :s], early), dtype)  # [h, hid, s]
+      w2 = _cast(_per_head(_span(self.w2, 2, 0, s), early), dtype)
       if self.use_bias:
-        b2 = _cast(_per_head(self.b2[:, None, :s], early), dtype)  # [h,1,s]
+        b2 = _cast(_per_head(_span(self.b2, 1, 0, s)[:, None], early),
+                   dtype)  # [h, 1, s]
         logits = torch.baddbmm(b2, rows, w2)
       else:
         logits = torch.bmm(rows, w2)
@@ -547,7 +568,7 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       # division rounds toward zero, not down).
       blocks = (s + self.a - 1) // self.a
       c = fb[..., :blocks, None] * fa[..., None, :]
-      return c.flatten(-2)[..., :s]
+      return _span(c.flatten(-2), -1, 0, s)
     columns = positions.memory[:, None, None, :]
     shape = fa.shape[:3] + (columns.shape[-1],)
     return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *
