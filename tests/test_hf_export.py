@@ -19,6 +19,7 @@ cannot be imported (`hf_side.py`) loads each export with `transformers`
 
 import concurrent.futures
 import json
+import locale
 import os
 import subprocess
 
@@ -351,10 +352,14 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
     script = root / (name + ".py")
     script.write_text(doc_blocks.substitute_text(
         block.text, {README_BLOCK_PATH: repr(str(root / "export_random"))}))
-    found[name] = subprocess.run(
+    run = subprocess.run(
         conftest.pytorch_python(root) + [str(script)],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=600, env=env)
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=600, env=env)
+    # Decoded as written: text mode reads a decoded "\r" as a line end.
+    encoding = locale.getpreferredencoding(False)
+    found[name] = subprocess.CompletedProcess(
+        run.args, run.returncode, run.stdout.decode(encoding),
+        run.stderr.decode(encoding, "replace"))
   return found
 
 
