@@ -537,7 +537,7 @@ def decode_operator_calls(model: torch.nn.Module,
     device: where it runs.
 
   Returns:
-    The operators of the call over its steps.
+    The operators of the call divided by its decoding steps.
   """
   count = OperatorCount()
   _, tokens = _generate(model, inputs, dims, device, None, count)
