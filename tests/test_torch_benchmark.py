@@ -308,6 +308,37 @@ def test_generate_with_a_static_cache(capsys, monkeypatch):
   assert len(made) == 3 * 2 * 2
 
 
+def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
+    capsys, monkeypatch):
+  """--compile --cache_implementation static: every model's training call
+  and its generate()'s decoding steps go through torch.compile on a CPU,
+  where transformers would not compile by itself (torch.compile is
+  stubbed: what is compiled is recorded, nothing is)."""
+  compiled = []
+
+  def record(fn, **kwargs):
+    del kwargs
+    compiled.append(fn)
+    return fn
+
+  monkeypatch.setattr(torch, "compile", record)
+  flags = TINY_FLAGS + ["--variants", "D+V", "--steps", "1",
+                        "--cache_implementation", "static"]
+  assert conftest.run_tool("benchmark_torch.py", flags) == 0
+  assert not compiled  # static alone: transformers' choice (not a CPU)
+  capsys.readouterr()
+  assert conftest.run_tool("benchmark_torch.py", flags + ["--compile"]) == 0
+  text = capsys.readouterr().out
+  assert "torch.compile (training step; generate()'s decoding steps)" in text
+  models = [fn for fn in compiled if isinstance(fn, torch.nn.Module)]
+  steps = [fn.__self__ for fn in compiled if hasattr(fn, "__self__")]
+  assert [type(m).__name__ for m in models] == [
+      "T5ForConditionalGeneration"] + [
+          "MtfSynthesizerForConditionalGeneration"] * 2
+  # One compilation per model (its generate() calls reuse it).
+  assert steps == models, (compiled, models)
+
+
 def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
                                                              monkeypatch,
                                                              capsys):

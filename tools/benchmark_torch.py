@@ -18,6 +18,8 @@ and docs/pytorch_benchmark.md.
       --dropout_rate 0 --no_relative_bias --steps 1 --rounds 1 \
       --generate_repeats 0
   .venv/bin/python tools/benchmark_torch.py --cache_implementation static
+  .venv/bin/python tools/benchmark_torch.py --preset cpu-host --threads 1 \
+      --cache_implementation static --compile --steps 2 --rounds 2
   .venv/bin/python tools/benchmark_torch.py --preset cpu-host --threads 1
   .venv/bin/python tools/benchmark_torch.py --variants D+V \
       --profile_dir runs/torch_profile
@@ -59,7 +61,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--attn_implementation", default="sdpa",
                       choices=torch_benchmark.ATTN_IMPLEMENTATIONS)
   parser.add_argument("--compile", action="store_true",
-                      help="torch.compile the training step's model call")
+                      help="torch.compile the training step's model call "
+                      "and, with --cache_implementation static, "
+                      "generate()'s decoding steps on every device")
   parser.add_argument("--steps", type=int, default=None,
                       help="timed training steps per model (default: %s)" %
                       ", ".join("%d on %s" % (v[0], k)

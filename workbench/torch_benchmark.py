@@ -165,8 +165,9 @@ class Settings:
     generate_repeats: timed `generate()` calls per model (split over the
       rounds, the first rounds first); 0 skips generation.
     compile: the training step's model call goes through `torch.compile`
-      (default mode); `generate()` is not compiled. The warmup pays the
-      compilation.
+      (default mode) and, with a static cache, `generate()` compiles its
+      decoding steps on every device (transformers' own choice on CUDA;
+      a CPU too). The warmup pays the compilation.
     learning_rate: AdamW's.
     seed: of the weights (per model) and of the batch (one for all).
     device: "cuda", "cpu", or None: CUDA when present.
@@ -177,7 +178,8 @@ class Settings:
       bias (transformers' T5 always has it).
     cache_implementation: `generate()`'s cache for every model: None
       (transformers' DynamicCache) or "static" (StaticCache; on CUDA
-      `generate()` then compiles its decoding steps, as transformers does).
+      `generate()` then compiles its decoding steps, as transformers does;
+      elsewhere with `compile`).
     profile_dir: where to write each model's profile (`<label>.profile.txt`,
       `+` written as `_`) of one training step and one `generate()`, taken
       after its first round's timings (untimed), or None.
@@ -487,21 +489,44 @@ def _train_step(entry: _Entry, batch: Dict[str, torch.Tensor],
   return seconds
 
 
-def _generate(model: torch.nn.Module, inputs: Dict[str, torch.Tensor],
-              dims: Dims, device: torch.device,
-              cache_implementation: Optional[str] = None,
-              count: Optional[OperatorCount] = None) -> Tuple[float, int]:
-  """One greedy `generate()`; returns (seconds, new tokens).
+def _generation_config(dims: Dims, cache_implementation: Optional[str],
+                       compiled: bool) -> transformers.GenerationConfig:
+  """Greedy decoding of exactly `dims.new_tokens` tokens.
 
-  `count`, if given, counts the operators of `generate()` itself (the
-  encoder's left out).
+  Args:
+    dims: the sizes.
+    cache_implementation: None (DynamicCache) or "static".
+    compiled: with a static cache, the decoding steps are compiled on every
+      device (transformers compiles them on CUDA by itself; its
+      `CompileConfig` reaches a CPU through `_compile_all_devices`).
+
+  Returns:
+    The GenerationConfig.
   """
-  model.eval()
-  config = transformers.GenerationConfig(
+  compile_config = None
+  if compiled and cache_implementation == "static":
+    compile_config = transformers.CompileConfig()
+    compile_config._compile_all_devices = True  # pylint: disable=protected-access
+  return transformers.GenerationConfig(
       max_new_tokens=dims.new_tokens, min_new_tokens=dims.new_tokens,
       do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
       eos_token_id=1, decoder_start_token_id=0,
-      cache_implementation=cache_implementation)
+      cache_implementation=cache_implementation,
+      compile_config=compile_config)
+
+
+def _generate(model: torch.nn.Module, inputs: Dict[str, torch.Tensor],
+              dims: Dims, device: torch.device,
+              cache_implementation: Optional[str] = None,
+              count: Optional[OperatorCount] = None,
+              compiled: bool = False) -> Tuple[float, int]:
+  """One greedy `generate()`; returns (seconds, new tokens).
+
+  `count`, if given, counts the operators of `generate()` itself (the
+  encoder's left out). `compiled`: see `_generation_config`.
+  """
+  model.eval()
+  config = _generation_config(dims, cache_implementation, compiled)
   _sync(device)
   start = time.perf_counter()
   with _autocast(device), torch.no_grad():
@@ -680,12 +705,14 @@ def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
     entry.peak_bytes = max(entry.peak_bytes or 0, peak)
   if settings.generate_repeats and r == 0:
     _generate(entry.model, inputs, dims, device,
-              settings.cache_implementation)  # warmup
+              settings.cache_implementation,
+              compiled=settings.compile)  # warmup (and compilation)
     entry.decode_ops_per_step = decode_operator_calls(entry.model, inputs,
                                                        dims, device)
   for _ in range(generate_calls):
     seconds, tokens = _generate(entry.model, inputs, dims, device,
-                                settings.cache_implementation)
+                                settings.cache_implementation,
+                                compiled=settings.compile)
     entry.generate_s.append(seconds)
     entry.generated = tokens
   if settings.profile_dir and r == 0:
@@ -750,7 +777,8 @@ def write_profile(entry: _Entry, batch: Dict[str, torch.Tensor],
         dims.new_tokens, settings.cache_implementation or "dynamic") +
                     _profiled(device, lambda: _generate(
                         entry.model, inputs, dims, device,
-                        settings.cache_implementation)))
+                        settings.cache_implementation,
+                        compiled=settings.compile)))
   os.makedirs(settings.profile_dir, exist_ok=True)
   path = profile_path(settings.profile_dir, entry.label)
   with open(path, "w") as f:
@@ -843,7 +871,10 @@ def markdown(report: Dict[str, Any]) -> str:
           "bf16 autocast" if report["device_type"] == "cuda" else "float32",
           settings["steps"], settings["warmup"], report["rounds"],
           settings["generate_repeats"],
-          "; torch.compile (training step)" if settings["compile"] else "",
+          ("; torch.compile (training step%s)" % (
+              "; generate()'s decoding steps"
+              if settings.get("cache_implementation") == "static" else ""))
+          if settings["compile"] else "",
           "; generate() with a %s cache" % settings["cache_implementation"]
           if settings.get("cache_implementation") else "",
           "; dropout %g%s" % (
