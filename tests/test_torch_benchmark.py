@@ -313,12 +313,15 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
   """--compile --cache_implementation static: every model's training call
   and its generate()'s decoding steps go through torch.compile on a CPU,
   where transformers would not compile by itself (torch.compile is
-  stubbed: what is compiled is recorded, nothing is)."""
-  compiled = []
+  stubbed: what is compiled is recorded, nothing is), and dynamo keeps
+  room for every model's graphs (they share their classes' code)."""
+  compiled, limits = [], []
+  limit = torch._dynamo.config.recompile_limit  # pylint: disable=protected-access
 
   def record(fn, **kwargs):
     del kwargs
     compiled.append(fn)
+    limits.append(torch._dynamo.config.recompile_limit)  # pylint: disable=protected-access
     return fn
 
   monkeypatch.setattr(torch, "compile", record)
@@ -337,6 +340,8 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
           "MtfSynthesizerForConditionalGeneration"] * 2
   # One compilation per model (its generate() calls reuse it).
   assert steps == models, (compiled, models)
+  assert min(limits) >= 2 * 3 and min(limits) > limit
+  assert torch._dynamo.config.recompile_limit == limit  # pylint: disable=protected-access
 
 
 def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,

@@ -578,6 +578,33 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
   return a / b if a and b else None
 
 
+# Graphs torch.compile may make of one model in a run with `compile`: its
+# training forward, its decoding step (static cache), and their
+# recompilations.
+COMPILED_GRAPHS_PER_MODEL = 8
+
+
+def _graph_room(settings: Settings, models: int):
+  """Room in dynamo's cache for every model's graphs, when compiling.
+
+  The models share their classes' code, and dynamo keeps at most
+  `recompile_limit` (8) graphs per code object, a limit meant for one
+  model's recompilations: past it, the later models would run eagerly.
+
+  Args:
+    settings: `compile` says whether anything is compiled.
+    models: how many models the run measures.
+
+  Returns:
+    A context manager.
+  """
+  if not settings.compile:
+    return contextlib.nullcontext()
+  dynamo_config = torch._dynamo.config  # pylint: disable=protected-access
+  return dynamo_config.patch(recompile_limit=max(
+      dynamo_config.recompile_limit, COMPILED_GRAPHS_PER_MODEL * models))
+
+
 def run(dims: Dims, settings: Settings,
         models: Optional[Sequence[str]] = None,
         command: Optional[str] = None,
@@ -643,41 +670,42 @@ def run(dims: Dims, settings: Settings,
   batch = {k: v.to(device) for k, v in batch.items()}
   inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
 
-  entries = []
-  for label in labels:
-    say("building %s" % label)
-    model = build_model(label, dims, settings.attn_implementation,
-                        settings.seed, settings.dropout_rate,
-                        settings.relative_bias)
-    if not offload:
-      model.to(device)
-    optimizer = _optimizer(model, settings.learning_rate)
-    forward = torch.compile(model) if settings.compile else model
-    entries.append(_Entry(label, components.get(label, ()), model,
-                          optimizer, forward))
+  with _graph_room(settings, len(labels)):
+    entries = []
+    for label in labels:
+      say("building %s" % label)
+      model = build_model(label, dims, settings.attn_implementation,
+                          settings.seed, settings.dropout_rate,
+                          settings.relative_bias)
+      if not offload:
+        model.to(device)
+      optimizer = _optimizer(model, settings.learning_rate)
+      forward = torch.compile(model) if settings.compile else model
+      entries.append(_Entry(label, components.get(label, ()), model,
+                            optimizer, forward))
 
-  step_counts = _split(settings.steps, rounds)
-  generate_counts = _split(settings.generate_repeats, rounds)
-  for r in range(rounds):
-    for entry in entries:
-      if entry.error is None:
-        try:
-          _measure_round(entry, r, settings, step_counts[r],
-                         generate_counts[r], batch, inputs, dims, device,
-                         offload)
-        except (RuntimeError, torch.OutOfMemoryError) as e:
-          entry.error = "round %d: %s" % (r + 1, str(e).splitlines()[0][:300])
-          entry.optimizer.zero_grad(set_to_none=True)
-          if offload:
-            _move(entry.model, entry.optimizer, torch.device("cpu"))
-            torch.cuda.empty_cache()
-      say("round %d/%d %-5s %s" % (
-          r + 1, rounds, entry.label,
-          "failed: %s" % entry.error if entry.error else
-          "step %.4f s (median so far)" % statistics.median(entry.step_s)))
-    if progress is not None:
-      progress(_report(entries, dims, settings, rounds, device, command))
-  return _report(entries, dims, settings, rounds, device, command)
+    step_counts = _split(settings.steps, rounds)
+    generate_counts = _split(settings.generate_repeats, rounds)
+    for r in range(rounds):
+      for entry in entries:
+        if entry.error is None:
+          try:
+            _measure_round(entry, r, settings, step_counts[r],
+                           generate_counts[r], batch, inputs, dims, device,
+                           offload)
+          except (RuntimeError, torch.OutOfMemoryError) as e:
+            entry.error = "round %d: %s" % (r + 1, str(e).splitlines()[0][:300])
+            entry.optimizer.zero_grad(set_to_none=True)
+            if offload:
+              _move(entry.model, entry.optimizer, torch.device("cpu"))
+              torch.cuda.empty_cache()
+        say("round %d/%d %-5s %s" % (
+            r + 1, rounds, entry.label,
+            "failed: %s" % entry.error if entry.error else
+            "step %.4f s (median so far)" % statistics.median(entry.step_s)))
+      if progress is not None:
+        progress(_report(entries, dims, settings, rounds, device, command))
+    return _report(entries, dims, settings, rounds, device, command)
 
 
 def _measure_round(entry: _Entry, r: int, settings: Settings, steps: int,
