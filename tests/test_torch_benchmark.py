@@ -316,12 +316,13 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
   stubbed: what is compiled is recorded, nothing is), and dynamo keeps
   room for every model's graphs (they share their classes' code)."""
   compiled, limits = [], []
-  limit = torch._dynamo.config.recompile_limit  # pylint: disable=protected-access
+  dynamo_config = torch._dynamo.config  # pylint: disable=protected-access
+  limit = dynamo_config.recompile_limit
 
   def record(fn, **kwargs):
     del kwargs
     compiled.append(fn)
-    limits.append(torch._dynamo.config.recompile_limit)  # pylint: disable=protected-access
+    limits.append(dynamo_config.recompile_limit)
     return fn
 
   monkeypatch.setattr(torch, "compile", record)
@@ -341,7 +342,7 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
   # One compilation per model (its generate() calls reuse it).
   assert steps == models, (compiled, models)
   assert min(limits) >= 2 * 3 and min(limits) > limit
-  assert torch._dynamo.config.recompile_limit == limit  # pylint: disable=protected-access
+  assert dynamo_config.recompile_limit == limit
 
 
 def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,

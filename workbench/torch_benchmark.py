@@ -57,7 +57,8 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, ContextManager, Dict, List, Optional,
+                    Sequence, Tuple)
 
 import torch
 import transformers
@@ -506,7 +507,8 @@ def _generation_config(dims: Dims, cache_implementation: Optional[str],
   compile_config = None
   if compiled and cache_implementation == "static":
     compile_config = transformers.CompileConfig()
-    compile_config._compile_all_devices = True  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    compile_config._compile_all_devices = True
   return transformers.GenerationConfig(
       max_new_tokens=dims.new_tokens, min_new_tokens=dims.new_tokens,
       do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
@@ -584,7 +586,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 COMPILED_GRAPHS_PER_MODEL = 8
 
 
-def _graph_room(settings: Settings, models: int):
+def _graph_room(settings: Settings, models: int) -> ContextManager[Any]:
   """Room in dynamo's cache for every model's graphs, when compiling.
 
   The models share their classes' code, and dynamo keeps at most
