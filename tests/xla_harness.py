@@ -20,13 +20,16 @@ variants' and baselines' gin files, without gin): an encoder-decoder
 
 import contextlib
 import dataclasses
+import tempfile
+import types
 import zlib
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import mesh_tensorflow as mtf
 from mesh_tensorflow import optimize
 from mesh_tensorflow import simd_mesh_impl
 from mesh_tensorflow.transformer import transformer
+from mesh_tensorflow.transformer import utils as mtf_utils
 import numpy as np
 import tensorflow.compat.v1 as tf
 from tensorflow.core.framework import function_pb2  # pylint: disable=g-direct-tensorflow-import
@@ -43,6 +46,8 @@ ENCODER_DECODER = "encoder-decoder"
 LANGUAGE_MODEL = "decoder-only LM"
 ARCHITECTURES = (ENCODER_DECODER, LANGUAGE_MODEL)
 BEAM_SIZE = 2
+# The batch of the several-core TPU meshes (split over up to 4 cores).
+BATCH_FOR_CORES = 4
 # The attribute xla.compile puts on every op of the compiled computation.
 XLA_COMPILE_ATTR = "_xla_compile_id"
 SUMMARY_OPS = frozenset(["ScalarSummary", "HistogramSummary", "ImageSummary",
@@ -110,6 +115,59 @@ class StandInDeviceAssignment:
   def tpu_device(self, replica=0, logical_core=0, job=None):
     del replica, logical_core, job
     return ""
+
+
+class StandInTPUContext:
+  """What mesh's TPU model_fn reads of TPUEstimator's `params["context"]`.
+
+  One host, whose device and whose cores are all this CPU.
+  """
+
+  def __init__(self, num_cores: int, physical_shape: Sequence[int]):
+    """A stand-in context.
+
+    Args:
+      num_cores: the cores (one replica each, as mesh's TPU estimator has).
+      physical_shape: the TPU topology's mesh shape [x, y, z, cores per
+        chip], e.g. [1, 1, 1, 2] for one v3 chip.
+    """
+    self.num_hosts = 1
+    self.num_replicas = num_cores
+    self.device_assignment = StandInDeviceAssignment(num_cores)
+    self.device_assignment.topology = types.SimpleNamespace(
+        mesh_shape=list(physical_shape))
+
+  def tpu_host_placement_function(self, host_id=0):
+    del host_id
+    return ""
+
+
+def tpu_model_fn(model, architecture: str, mesh_shape: str, layout: str,
+                 sequence_length: Dict[str, int], tpu_summaries: bool = False):
+  """Mesh's TPU model function (`utils.run` with use_tpu=True) of a model.
+
+  Args:
+    model: from build_model.
+    architecture: ENCODER_DECODER or LANGUAGE_MODEL.
+    mesh_shape: e.g. "batch:2".
+    layout: layout rules.
+    sequence_length: {"inputs": n, "targets": m}.
+    tpu_summaries: write the scalar summaries through the host call.
+
+  Returns:
+    The model function TPUEstimator calls inside the TPU rewrite.
+  """
+  return mtf_utils.tpu_estimator_model_fn(
+      model_type=("bitransformer" if architecture == ENCODER_DECODER
+                  else "lm"),
+      transformer_model=model, vocabulary=None,
+      model_dir=tempfile.mkdtemp(), use_tpu=True,
+      mesh_shape=mtf.convert_to_shape(mesh_shape),
+      layout_rules=mtf.convert_to_layout_rules(layout),
+      batch_size=BATCH_FOR_CORES, sequence_length=sequence_length,
+      autostack=True, keep_checkpoint_max=1, save_checkpoints_steps=10,
+      learning_rate_schedule=0.01, optimizer=optimize.AdafactorOptimizer,
+      tpu_summaries=tpu_summaries)
 
 
 def simd_mesh_impl_of(mesh_shape: str = "", layout: str = ""
