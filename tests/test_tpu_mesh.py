@@ -199,3 +199,32 @@ def test_the_tpu_mesh_lowers_the_collectives_of_the_placement_mesh(
   tpu_ops = {k: simd_ops[k] for k in TPU_COLLECTIVES if simd_ops[k]}
   assert tpu_ops == _expected_tpu_ops(recorded), comm_audit.format_table(
       recorded, only_length=False)
+
+
+def test_all_to_alls_and_permutes_are_counted():
+  """A layout change and a shift over a split axis: the other TPU ops.
+
+  The models above need neither on these layouts; here a reshape that moves
+  the split from one dimension to another (an all-to-all) and a shift along
+  a split dimension (a receive) show that they are counted on both meshes.
+  """
+  with tf.Graph().as_default():
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "mesh")
+    a, b = mtf.Dimension("a", 4), mtf.Dimension("b", 4)
+    x = mtf.import_tf_tensor(mesh, tf.ones([4, 4]), [a, b])
+    y = mtf.reshape(x, [mtf.Dimension("a2", 4), mtf.Dimension("b2", 4)])
+    z = mtf.shift(x, 1, a, wrap=False)
+    outputs = [mtf.anonymize(y), mtf.anonymize(z)]
+    layout = "a:model,b2:model"
+    simd, simd_ops = _lower(graph, mesh, xla_harness.simd_mesh_impl_of(
+        "model:2", layout), outputs, [])
+    recording = comm_audit.RecordingMeshImpl(
+        mtf.convert_to_shape("model:2"),
+        mtf.convert_to_layout_rules(layout), ["", ""])
+    recording.instrument(graph)
+    placement, _ = _lower(graph, mesh, recording, outputs, [])
+  assert _counted(simd) == _counted(placement)
+  expected = _expected_tpu_ops(recording.collectives)
+  assert expected["AllToAll"] >= 1 and expected["CollectivePermute"] >= 1
+  assert {k: simd_ops[k] for k in TPU_COLLECTIVES if simd_ops[k]} == expected
