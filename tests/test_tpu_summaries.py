@@ -45,6 +45,9 @@ from tensorflow.python.tpu.ops import tpu_ops  # pylint: disable=g-direct-tensor
 import xla_harness
 from mtf_synthesizer import attentions
 
+# Builds many models: `make test-fast` skips it.
+pytestmark = pytest.mark.slow
+
 MIXTURES = [row.name for row in attentions.VARIANTS if len(row.components) > 1]
 CORES = 2
 LOOP_OPS = frozenset(["Enter", "While", "StatelessWhile"])  # flow v1, v2
