@@ -180,6 +180,7 @@ def simd_mesh_impl_of(mesh_shape: str = "", layout: str = ""
 
 
 def tokens(seed: int = 0) -> Dict[str, np.ndarray]:
+  """Inputs and targets [BATCH, LENGTH], with some padding."""
   rng = np.random.RandomState(seed)
   inputs = rng.randint(2, VOCAB, size=(BATCH, LENGTH)).astype(np.int32)
   inputs[1, 5:] = 0
@@ -215,9 +216,20 @@ class Program:
   compiled_functions: List[function_pb2.FunctionDef]
 
 
-def _training_step(model, mesh, features, dtype
+def _training_step(model, mesh: mtf.Mesh, features: Dict[str, mtf.Tensor],
+                   dtype: tf.DType
                    ) -> Tuple[Dict[str, mtf.Tensor], List[mtf.Operation]]:
-  """The loss and mesh's Adafactor update of one step (as mesh's utils)."""
+  """The loss and mesh's Adafactor update of one step, as mesh's utils.
+
+  Args:
+    model: a Bitransformer or Unitransformer.
+    mesh: the mesh.
+    features: "inputs" and "targets".
+    dtype: the activations' dtype.
+
+  Returns:
+    ({"loss": float32 loss}, the update operations).
+  """
   vd = variable_dtype(dtype)
   if isinstance(model, transformer.Bitransformer):
     _, loss = model.call_simple(
@@ -238,8 +250,19 @@ def _training_step(model, mesh, features, dtype
   return {"loss": mtf.cast(loss, tf.float32)}, updates
 
 
-def _decodes(model, mesh, features, dtype) -> Dict[str, mtf.Tensor]:
-  """The decodes of T5's eval: greedy and beam search (encoder-decoder)."""
+def _decodes(model, mesh: mtf.Mesh, features: Dict[str, mtf.Tensor],
+             dtype: tf.DType) -> Dict[str, mtf.Tensor]:
+  """The decodes of T5's eval (see build_and_run's callers).
+
+  Args:
+    model: a Bitransformer or Unitransformer.
+    mesh: the mesh.
+    features: "inputs" (and "targets", unused).
+    dtype: the activations' dtype.
+
+  Returns:
+    name -> token ids: "greedy" and, for an encoder-decoder, "beam".
+  """
   vd = variable_dtype(dtype)
   inputs = features["inputs"]
   if isinstance(model, transformer.Bitransformer):
