@@ -24,16 +24,22 @@ MODEL_CODE_DIR = os.path.join(REPO, "mtf_synthesizer", "hf_model")
 PACKAGE = "exported_model_code"
 
 
-def load() -> types.ModuleType:
-  """The modeling module of a copy of the model code (copied once).
+def load(module: str = "modeling") -> types.ModuleType:
+  """A module of a copy of the model code (copied once).
+
+  Args:
+    module: the file's job: "modeling", "attention", "functions",
+      "configuration", "training".
 
   Returns:
-    `<PACKAGE>.modeling_mtf_synthesizer` (its `MtfSynthesizerConfig` is
-    the configuration module's).
+    `<PACKAGE>.<module>_mtf_synthesizer` (the modeling module's
+    `MtfSynthesizerConfig` is the configuration module's).
   """
-  name = PACKAGE + ".modeling_mtf_synthesizer"
+  name = PACKAGE + ".%s_mtf_synthesizer" % module
   if name in sys.modules:
     return sys.modules[name]
+  if PACKAGE in sys.modules:
+    return importlib.import_module(name)
   root = tempfile.mkdtemp(prefix="model_code_")
   package = os.path.join(root, PACKAGE)
   os.makedirs(package)

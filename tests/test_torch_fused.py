@@ -366,9 +366,9 @@ def _cuda_layout(monkeypatch):
   Returns:
     The (query, key, value) widths of the kernel calls that follow.
   """
-  modeling = model_code.load()
-  monkeypatch.setattr(modeling, "_kernel_layout", lambda is_cuda, has_bias: (
-      modeling.KernelLayout(8, has_bias, True)))
+  attention = model_code.load("attention")
+  monkeypatch.setattr(attention, "_kernel_layout", lambda is_cuda, has_bias: (
+      attention.KernelLayout(8, has_bias, True)))
   calls = []
   kernel = torch.nn.functional.scaled_dot_product_attention
 
@@ -482,7 +482,7 @@ def test_weights_shared_by_the_batch_are_not_copied_per_example(
   matmul's. For every variant of the table whose bias is batch-free."""
   variants = [v for v in VARIANTS if _batch_free_bias(v.components)]
   assert variants
-  modeling = model_code.load()
+  attention = model_code.load("attention")
   batch, heads, length = 3, 2, tiny_models.N
   input_ids = tiny_models.ids((batch, length), 0)
   labels = tiny_models.ids((batch, 4), 1)
@@ -513,7 +513,7 @@ def test_weights_shared_by_the_batch_are_not_copied_per_example(
       out = torch.matmul(weights.expand(value.shape[0], -1, -1, -1), value)
       return out.transpose(1, 2).contiguous(), weights
 
-    monkeypatch.setattr(modeling, "synthesized_attention_forward", copied)
+    monkeypatch.setattr(attention, "synthesized_attention_forward", copied)
     model(input_ids=input_ids, labels=labels).loss.backward()
     monkeypatch.undo()
     tiny_models.assert_close_gradients(ours, tiny_models.gradients(model))

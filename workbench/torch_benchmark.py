@@ -220,11 +220,15 @@ def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):
   return module
 
 
-def load_model_code():
-  """The checkout's `hf_model.modeling_mtf_synthesizer`, loaded by path.
+def load_model_code(module: str = "modeling"):
+  """A module of the checkout's `hf_model`, loaded by path.
+
+  Args:
+    module: the file's job: "modeling" (its `MtfSynthesizerConfig` is
+      imported in it), "attention", "functions", "training".
 
   Returns:
-    The modeling module (its `MtfSynthesizerConfig` is imported in it).
+    The module `<module>_mtf_synthesizer`.
   """
   if _HF_MODEL_MODULE not in sys.modules:
     # The folder as a package whose __init__ does not run: registering the
@@ -233,8 +237,8 @@ def load_model_code():
                                           is_package=True)
     spec.submodule_search_locations = [HF_MODEL_DIR]
     sys.modules[_HF_MODEL_MODULE] = importlib.util.module_from_spec(spec)
-  return importlib.import_module(_HF_MODEL_MODULE +
-                                 ".modeling_mtf_synthesizer")
+  return importlib.import_module("%s.%s_mtf_synthesizer" %
+                                 (_HF_MODEL_MODULE, module))
 
 
 def variants() -> List[Tuple[str, Tuple[str, ...]]]:

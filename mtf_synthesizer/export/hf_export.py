@@ -44,9 +44,11 @@ from mtf_synthesizer.export import torch_names
 
 MODEL_CODE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
-MODEL_CODE_FILES = ("configuration_mtf_synthesizer.py",
-                    "modeling_mtf_synthesizer.py",
-                    "t5_conversion_mtf_synthesizer.py")
+# The model's code, written beside its weights: every file of hf_model/ but
+# the package's __init__.py.
+MODEL_CODE_FILES = tuple(sorted(
+    name for name in os.listdir(MODEL_CODE_DIR)
+    if name.endswith("_mtf_synthesizer.py")))
 SEQ2SEQ_CLASS = "MtfSynthesizerForConditionalGeneration"
 CAUSAL_LM_CLASS = "MtfSynthesizerForCausalLM"
 # mesh's layer stack as T5 builds it: pre-norm residual layers.

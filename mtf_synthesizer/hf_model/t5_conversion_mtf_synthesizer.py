@@ -33,13 +33,13 @@ import torch
 from transformers import PreTrainedModel
 from transformers.utils import logging
 
-# pylint: disable-next=relative-beyond-top-level
-from .modeling_mtf_synthesizer import MtfSynthesizerFunction
+# pylint: disable=relative-beyond-top-level
+from .configuration_mtf_synthesizer import T5_MODEL_TYPES
+from .functions_mtf_synthesizer import MtfSynthesizerFunction
+# pylint: enable=relative-beyond-top-level
 
 logger = logging.get_logger(__name__)
 
-# transformers' T5 families of T5's layout (ByT5 and FLAN-T5 are "t5").
-T5_MODEL_TYPES = ("t5", "mt5")
 # Config fields copied from T5's config (same names, same meaning).
 T5_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
              "num_decoder_layers", "num_heads",
