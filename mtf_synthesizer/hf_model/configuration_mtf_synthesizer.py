@@ -246,7 +246,7 @@ def _check_keywords(kwargs: Dict[str, Any]) -> None:
   """
   fields = list(inspect.signature(MtfSynthesizerConfig.__init__).parameters)
   known = _base_fields() | set(MtfSynthesizerConfig.attribute_map) | {
-      "dense_act_fn", "is_gated_act"}
+      "dense_act_fn", "is_gated_act", "num_hidden_layers"}
   for key in kwargs:
     if key in known:
       continue
@@ -267,7 +267,6 @@ class MtfSynthesizerConfig(PretrainedConfig):
   keys_to_ignore_at_inference = ["past_key_values"]
   attribute_map = {"hidden_size": "d_model",
                    "num_attention_heads": "num_heads",
-                   "num_hidden_layers": "num_layers",
                    "head_dim": "d_kv"}
 
   def __init__(
@@ -569,33 +568,44 @@ class MtfSynthesizerConfig(PretrainedConfig):
         written[name] = full[name]
     return written
 
+  @property
+  def num_hidden_layers(self) -> int:
+    """The blocks of the stack that decodes: what transformers' caches hold.
+
+    An encoder-decoder's decoder has `num_decoder_layers`; a causal LM's
+    one stack `num_layers`. Setting it sets `num_layers` (T5Config's
+    alias).
+    """
+    if self.is_encoder_decoder:
+      return self.num_decoder_layers
+    return self.num_layers
+
+  @num_hidden_layers.setter
+  def num_hidden_layers(self, value: int) -> None:
+    self.num_layers = value
+
   def get_text_config(self, decoder: Optional[bool] = None,
                       encoder: Optional[bool] = None) -> PretrainedConfig:
-    """The config of one end of the model; the decoder's has its blocks.
+    """The config of one end of the model: this config, not a copy.
 
-    transformers sizes a generation's caches (DynamicCache, StaticCache)
-    by the decoder's config `num_hidden_layers`: an encoder-decoder whose
-    decoder has another number of blocks (`num_decoder_layers`) gets it
-    there, not the encoder's `num_layers`.
+    transformers copies a flat encoder-decoder's config for one end;
+    settings made through the decoder's (generation sets `eos_token_id`
+    there) would then not reach the model. Its caches are sized by the
+    decoder's blocks (`num_hidden_layers`). The encoder's end alone is a
+    copy whose `num_hidden_layers` are the encoder's blocks.
 
     Args:
       decoder: the decoder's end.
       encoder: the encoder's end.
 
     Returns:
-      This config, or a copy for the decoder's end.
+      This config (a copy for the encoder's end alone).
     """
-    config = super().get_text_config(decoder=decoder, encoder=encoder)
-    if (decoder and not encoder and self.is_encoder_decoder and
-        config.num_layers != self.num_decoder_layers):
-      config = copy.deepcopy(config) if config is self else config
-      config.num_layers = self.num_decoder_layers
-    return config
-
-  def synthesizers(self, stack: str) -> Tuple[str, ...]:
-    """The functions of a stack's self-attention ("encoder"/"decoder")."""
-    return (self.encoder_synthesizers if stack == "encoder"
-            else self.decoder_synthesizers)
+    if encoder and not decoder and self.is_encoder_decoder:
+      config = copy.deepcopy(self)
+      config.num_decoder_layers = config.num_layers
+      return config
+    return self
 
 
 # A model saved from Python carries its code beside its weights (config.json's
