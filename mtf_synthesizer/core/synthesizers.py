@@ -316,8 +316,8 @@ def check_setting(owner: str, name: str, value, kind: str):
   else:
     valid = (integer and value >= 1) or (
         kind == "optional_positive_int" and value is None)
-    wanted = "a positive integer" + (
-        " or None" if kind == "optional_positive_int" else "")
+    wanted = "positive: an integer >= 1" + (
+        ", or None" if kind == "optional_positive_int" else "")
   if not valid:
     raise ValueError("%s.%s must be %s, got %r" % (owner, name, wanted, value))
   return value
