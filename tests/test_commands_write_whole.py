@@ -74,7 +74,8 @@ def t5_dirs(tmp_path_factory):
   t5.save_pretrained(root / "with_tokenizer")
   ByT5Tokenizer().save_pretrained(root / "with_tokenizer")
   t5.save_pretrained(root / "without_tokenizer")
-  return {"with": root / "with_tokenizer", "without": root / "without_tokenizer"}
+  return {"with": root / "with_tokenizer",
+          "without": root / "without_tokenizer"}
 
 
 @pytest.fixture(scope="module")
