@@ -176,6 +176,21 @@ def test_overwrite_replaces_the_directory_whole(command, t5_dirs,
 
 
 @pytest.mark.parametrize("command", ["from_t5", "export_hf"])
+def test_overwrite_never_replaces_the_input(command, t5_dirs,
+                                            mesh_model_dir, tmp_path,
+                                            capsys):
+  """OUT_DIR the input's directory or its parent: refused, both kept."""
+  model = t5_dirs["with"] if command == "from_t5" else mesh_model_dir
+  before = sorted(os.listdir(model))
+  for out in (model, os.path.dirname(model)):
+    argv = _argv(command, t5_dirs, mesh_model_dir, out, "--overwrite")
+    assert _run(command, argv) == 2
+    error = capsys.readouterr().err
+    assert "holds the input %s" % model in error, error
+  assert sorted(os.listdir(model)) == before
+
+
+@pytest.mark.parametrize("command", ["from_t5", "export_hf"])
 def test_an_empty_directory_is_written(command, t5_dirs, mesh_model_dir,
                                        tmp_path, capsys):
   out = tmp_path / "out"

@@ -80,8 +80,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     files without --overwrite (the reason on stderr).
   """
   args = parse_args(sys.argv[1:] if argv is None else argv)
+  inputs = [args.model_dir] + [
+      path for path in (args.checkpoint, args.vocabulary)
+      if path and not path.isdigit() and path != "byte"]
   try:
-    whole_dir.check(args.out_dir, args.overwrite)
+    whole_dir.check(args.out_dir, args.overwrite, inputs)
   except whole_dir.OutputDirError as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
@@ -100,7 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print("error: --module_import=%s: %s" % (module, e), file=sys.stderr)
       return 2
   try:
-    with whole_dir.written_whole(args.out_dir, args.overwrite) as partial:
+    with whole_dir.written_whole(args.out_dir, args.overwrite,
+                                 inputs) as partial:
       summary = hf_export.export(args.model_dir, partial,
                                  vocabulary=args.vocabulary,
                                  checkpoint=args.checkpoint,

@@ -136,12 +136,13 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
     tokenizer was written)}.
 
   Raises:
-    whole_dir.OutputDirError: output_dir holds files and not overwrite.
+    whole_dir.OutputDirError: output_dir holds files and not overwrite,
+      or is or holds the T5 directory.
   """
   # pylint: disable=g-import-not-at-top
   import transformers
   from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
-  whole_dir.check(output_dir, overwrite)  # before the T5 is loaded
+  whole_dir.check(output_dir, overwrite, [t5])  # before the T5 is loaded
   model, info = modeling.MtfSynthesizerForConditionalGeneration.from_t5(
       t5, encoder_synthesizers=components, decoder_synthesizers=components,
       synthesizer_max_length=synthesizer_max_length,
@@ -158,7 +159,7 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
     except (OSError, ValueError) as e:
       notes.append("no tokenizer written: %s's tokenizer does not load (%s)"
                    % (t5, str(e).split("\n")[0]))
-  with whole_dir.written_whole(output_dir, overwrite) as partial:
+  with whole_dir.written_whole(output_dir, overwrite, [t5]) as partial:
     model.save_pretrained(partial)  # with the model's code, auto_map
     if tokenizer is not None:
       tokenizer.save_pretrained(partial)
