@@ -239,6 +239,20 @@ def test_a_failed_write_leaves_the_old_directory(tmp_path):
   assert _leftovers(tmp_path, out) == []
 
 
+def test_a_linked_directory_is_replaced_behind_its_link(tmp_path):
+  target = tmp_path / "target"
+  target.mkdir()
+  (target / "stale.bin").write_bytes(b"old")
+  link = tmp_path / "link"
+  link.symlink_to(target)
+  with whole_dir.written_whole(str(link), overwrite=True) as partial:
+    with open(os.path.join(partial, "config.json"), "w") as f:
+      f.write("{}")
+  assert link.is_symlink()
+  assert os.listdir(link) == ["config.json"]
+  assert _leftovers(tmp_path, target) == []
+
+
 def test_a_file_is_refused_even_with_overwrite(tmp_path):
   out = tmp_path / "out"
   out.write_text("a file")

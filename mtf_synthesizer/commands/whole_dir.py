@@ -103,7 +103,7 @@ def written_whole(out_dir: str, overwrite: bool = False,
     OutputDirError: out_dir may not be written (`check`), at the start or,
       when another process filled it meanwhile, at the end.
   """
-  out_dir = os.path.abspath(out_dir)
+  out_dir = os.path.realpath(out_dir)  # a link's directory is replaced
   check(out_dir, overwrite, inputs)
   os.makedirs(os.path.dirname(out_dir), exist_ok=True)
   partial = _sibling(out_dir, "partial")
