@@ -2,13 +2,14 @@
 # Licensed under the Apache License, Version 2.0.
 """The PyTorch model's code, loaded as `transformers` loads an export's.
 
-`load()` copies the files of `mtf_synthesizer/hf_model/` (those an export
-writes beside its weights) into a package of their own in a temporary
-folder and imports its modeling module: the model then runs as
-`from_pretrained(..., trust_remote_code=True)` runs it, without this
-package, mesh or TensorFlow. It imports only the standard library, so the
-TF-free side scripts (run by `conftest.pytorch_python`) use it too: they
-put their own folder, tests/, first on `sys.path`.
+`load()` copies the modules of `mtf_synthesizer/hf_model/` but its
+`__init__.py` (those an export writes beside its weights) into a package
+of their own in a temporary folder and imports its modeling module: the
+model then runs as `from_pretrained(..., trust_remote_code=True)` runs
+it, without this package, mesh or TensorFlow. It imports only the
+standard library, so the TF-free side scripts (run by
+`conftest.pytorch_python`) use it too: they put their own folder, tests/,
+first on `sys.path`.
 """
 
 import importlib
@@ -44,7 +45,7 @@ def load(module: str = "modeling") -> types.ModuleType:
   package = os.path.join(root, PACKAGE)
   os.makedirs(package)
   for file in sorted(os.listdir(MODEL_CODE_DIR)):
-    if file.endswith("_mtf_synthesizer.py"):
+    if file.endswith(".py") and file != "__init__.py":
       shutil.copy(os.path.join(MODEL_CODE_DIR, file), package)
   open(os.path.join(package, "__init__.py"), "w").close()
   sys.path.insert(0, root)
