@@ -289,6 +289,20 @@ def test_from_pretrained_refuses_a_t5_and_points_to_from_t5(tmp_path):
   assert model.config.model_type == "mtf_synthesizer"
 
 
+@pytest.mark.parametrize("cut", ["half", "header"])
+def test_from_pretrained_names_a_broken_weights_file(tmp_path, cut):
+  modeling = model_code.load()
+  model = tiny_models.seq2seq(("dense", "dot_product"))
+  model.save_pretrained(tmp_path)
+  path = tmp_path / "model.safetensors"
+  raw = path.read_bytes()
+  path.write_bytes(raw[:len(raw) // 2] if cut == "half" else
+                   raw[:8] + b"\xff" + raw[9:])
+  with pytest.raises(OSError) as error:
+    modeling.MtfSynthesizerForConditionalGeneration.from_pretrained(tmp_path)
+  _assert_names(error.value, str(path))
+
+
 def test_a_seq2seq_class_refuses_a_decoder_only_config():
   modeling = model_code.load()
   config = tiny_models.config(("dense",), causal_lm=True)

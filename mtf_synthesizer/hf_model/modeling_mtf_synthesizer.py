@@ -25,6 +25,7 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 
 import copy
 import math
+import os
 from typing import Callable, Dict, Optional, Tuple, Union
 
 import torch
@@ -49,6 +50,7 @@ from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
 from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
+from .files import check_weights
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS
@@ -273,6 +275,27 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     if attention_mask is None or length is None:
       return attention_mask
     return _static_mask(attention_mask, length)
+
+  @classmethod
+  def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+    """transformers' from_pretrained; a broken weights file is named first.
+
+    A local directory's safetensors files are checked (`files.py`): one cut
+    short or corrupted raises WeightsFileError naming it, where
+    safetensors' own error names no file.
+
+    Args:
+      pretrained_model_name_or_path: a directory or Hub name.
+      *args: PreTrainedModel.from_pretrained's.
+      **kwargs: PreTrainedModel.from_pretrained's.
+
+    Returns:
+      The model (and its loading info, as asked).
+    """
+    if pretrained_model_name_or_path is not None:
+      check_weights(os.fspath(pretrained_model_name_or_path))
+    return super().from_pretrained(pretrained_model_name_or_path, *args,
+                                   **kwargs)
 
   @classmethod
   def _can_set_attn_implementation(cls) -> bool:
