@@ -27,6 +27,7 @@ from transformers.generation import utils as generation_utils
 
 import conftest
 from workbench import torch_benchmark
+from workbench import torch_benchmark_measure
 
 TINY = torch_benchmark.Dims(
     d_model=32, num_heads=2, d_kv=16, d_ff=64, num_layers=1,
@@ -350,7 +351,7 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
                                                              capsys):
   """R runs out of memory in round 2: round 1's report is on disk after
   round 1, and the final one has R's error and the others' figures."""
-  train_step = torch_benchmark._train_step
+  train_step = torch_benchmark_measure.train_step
   written = []
 
   def failing(entry, batch, device):
@@ -362,7 +363,7 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
     with open(tmp_path / "torch_benchmark.json") as f:
       written.append(json.load(f))
 
-  monkeypatch.setattr(torch_benchmark, "_train_step", failing)
+  monkeypatch.setattr(torch_benchmark_measure, "train_step", failing)
   run = torch_benchmark.run
   monkeypatch.setattr(torch_benchmark, "run", lambda *a, **k: run(
       *a, **dict(k, progress=lambda r: (k["progress"](r), dump(r)))))
