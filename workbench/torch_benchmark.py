@@ -29,6 +29,11 @@ and attention implementation, side by side in one process. For each model:
     its kernels are too small to hide the dispatch (a GPU's decoding steps;
     its training steps at T5-base dims), the same at every run on a kind
     of device (CUDA's and the CPU's paths differ where their kernels do);
+  * model-FLOPs utilization (MFU), on every device: the FLOPs of a
+    training step's matmuls counted from the dims (`training_flops`) per
+    second of the median step, over the device's matmul peak that the same
+    run measures (`matmul_peak`: a square matmul, bf16 on CUDA, float32 on
+    a CPU);
   * optionally (`Settings.profile_dir`) where one training step's and one
     `generate()`'s time goes: `torch.profiler`'s table of operators (and
     CUDA kernels) per model, with the count of what they launched.
@@ -45,7 +50,8 @@ only torch and transformers, and runs on a machine without TensorFlow.
 
 The work is split by job: `torch_benchmark_models` (the dims, presets and
 settings, the variants, `build_model`), `torch_benchmark_measure` (a
-training step, a `generate()`, memory, saved activations, operator counts),
+training step, a `generate()`, memory, saved activations, operator counts,
+the matmul peak), `torch_benchmark_flops` (a training step's FLOPs),
 `torch_benchmark_profile` (`torch.profiler`'s tables) and
 `torch_benchmark_report` (the report and its markdown); this module runs
 the rounds (`run`) and is the entry that tools/benchmark_torch.py and the
@@ -59,6 +65,7 @@ from typing import (Any, Callable, ContextManager, Dict, List, Optional,
 
 import torch
 
+from workbench import torch_benchmark_flops as flops
 from workbench import torch_benchmark_measure as measure
 from workbench import torch_benchmark_models as bench_models
 from workbench import torch_benchmark_profile as profiling
@@ -81,6 +88,8 @@ saved_activation_bytes = measure.saved_activation_bytes
 OperatorCount = measure.OperatorCount
 training_operator_calls = measure.training_operator_calls
 decode_operator_calls = measure.decode_operator_calls
+matmul_peak = measure.matmul_peak
+training_flops = flops.training_flops
 profile_path = profiling.profile_path
 write_profile = profiling.write_profile
 markdown = reporting.markdown
@@ -142,12 +151,14 @@ def run(dims: Dims, settings: Settings,
 
   Returns:
     A JSON-serializable dict: "device", "torch", "transformers", "date",
-    "commit" (of the checkout), "dims", "settings", "command", and
+    "commit" (of the checkout), "dims", "settings", "command",
+    "matmul_peak" (`matmul_peak`'s, the faster of its two runs), and
     "results", one dict per model in order: label, components, params,
     step_s, train_steps_per_s, generate_tokens_per_s, peak_bytes (None on
-    CPU), saved_bytes, state_bytes, train_ops, decode_ops_per_step, loss
-    (first and last), error (None, or why the model stopped), and the
-    ratios *_vs_t5 and *_vs_v.
+    CPU), saved_bytes, state_bytes, train_ops, decode_ops_per_step,
+    train_flops (per step) and train_flops_terms (`training_flops`), mfu
+    (train_flops / step_s / the matmul peak), loss (first and last), error
+    (None, or why the model stopped), and the ratios *_vs_t5 and *_vs_v.
   """
   if settings.attn_implementation not in ATTN_IMPLEMENTATIONS:
     raise ValueError("attn_implementation must be one of %s, got %r" % (
@@ -169,6 +180,9 @@ def run(dims: Dims, settings: Settings,
   # own, and models that do not fit side by side still run.
   offload = device.type == "cuda"
   rounds = min(settings.rounds, settings.steps)
+  # The denominator of the model-FLOPs utilization, before any model is on
+  # the device (and again after the rounds: the faster of the two).
+  peak = measure.matmul_peak(device)
 
   def say(message):
     if log is not None:
@@ -195,8 +209,11 @@ def run(dims: Dims, settings: Settings,
         model.to(device)
       optimizer = measure.make_optimizer(model, settings.learning_rate)
       forward = torch.compile(model) if settings.compile else model
-      entries.append(measure.Entry(label, components.get(label, ()), model,
-                            optimizer, forward))
+      entry = measure.Entry(label, components.get(label, ()), model,
+                            optimizer, forward)
+      entry.train_flops = flops.training_flops(dims, entry.components,
+                                               model.config)
+      entries.append(entry)
 
     step_counts = _split(settings.steps, rounds)
     generate_counts = _split(settings.generate_repeats, rounds)
@@ -219,8 +236,12 @@ def run(dims: Dims, settings: Settings,
             "step %.4f s (median so far)" % statistics.median(entry.step_s)))
       if progress is not None:
         progress(reporting.report(entries, dims, settings, rounds, device,
-                                  command))
-    return reporting.report(entries, dims, settings, rounds, device, command)
+                                  command, peak))
+    again = measure.matmul_peak(device)
+    if again["flops_per_s"] > peak["flops_per_s"]:
+      peak = again
+    return reporting.report(entries, dims, settings, rounds, device, command,
+                            peak)
 
 
 def _measure_round(entry: measure.Entry, r: int, settings: Settings,
@@ -235,8 +256,10 @@ def _measure_round(entry: measure.Entry, r: int, settings: Settings,
     torch.cuda.reset_peak_memory_stats(device)
     measure.move(entry.model, entry.optimizer, device)
   if r == 0:
-    entry.saved_bytes = saved_activation_bytes(entry.model, batch, device)
-    entry.train_ops = training_operator_calls(entry.model, batch, device)
+    entry.saved_bytes = measure.saved_activation_bytes(entry.model, batch,
+                                                       device)
+    entry.train_ops = measure.training_operator_calls(entry.model, batch,
+                                                      device)
   # Untimed: the warmup before the first round; after a move, one step.
   warm = settings.warmup if r == 0 else int(offload)
   for _ in range(warm):
@@ -251,8 +274,8 @@ def _measure_round(entry: measure.Entry, r: int, settings: Settings,
     measure.generate(entry.model, inputs, dims, device,
                      settings.cache_implementation,
                      compiled=settings.compile)  # warmup (and compilation)
-    entry.decode_ops_per_step = decode_operator_calls(entry.model, inputs,
-                                                       dims, device)
+    entry.decode_ops_per_step = measure.decode_operator_calls(
+        entry.model, inputs, dims, device)
   for _ in range(generate_calls):
     seconds, tokens = measure.generate(entry.model, inputs, dims, device,
                                        settings.cache_implementation,

@@ -8,7 +8,8 @@ one timed greedy `generate()` (`generate`), the state a model and its
 optimizer hold (`state_bytes`), the bytes a training forward saves for its
 backward (`saved_activation_bytes`), the ATen operators a training step and
 a decoding step dispatch (`OperatorCount`, `training_operator_calls`,
-`decode_operator_calls`) and the device's matmul peak (`matmul_peak`).
+`decode_operator_calls`) and the device's matmul peak (`matmul_peak`,
+the denominator of the model-FLOPs utilization).
 """
 
 import contextlib
@@ -195,6 +196,8 @@ class Entry:
     peak_bytes: peak memory of its turns on CUDA (None elsewhere).
     saved_bytes: `saved_activation_bytes`.
     train_ops: `training_operator_calls`.
+    train_flops: a training step's FLOPs by term
+      (`torch_benchmark_flops.training_flops`).
     decode_ops_per_step: `decode_operator_calls`.
     losses: every training step's loss.
     error: None, or why the model stopped.
@@ -210,6 +213,7 @@ class Entry:
   peak_bytes: Optional[int] = None
   saved_bytes: Optional[int] = None
   train_ops: Optional[int] = None
+  train_flops: Dict[str, int] = dataclasses.field(default_factory=dict)
   decode_ops_per_step: Optional[float] = None
   losses: List[float] = dataclasses.field(default_factory=list)
   error: Optional[str] = None
@@ -312,3 +316,46 @@ def decode_operator_calls(model: torch.nn.Module,
   count = OperatorCount()
   _, tokens = generate(model, inputs, dims, device, None, count)
   return count.calls / (tokens / dims.batch)
+
+
+def matmul_peak(device: torch.device, size: Optional[int] = None,
+                repeats: int = 5) -> Dict[str, Any]:
+  """The device's matmul peak, timed in this process: MFU's denominator.
+
+  A square matmul [size, size] x [size, size] in the dtype the training
+  steps compute in (bf16 on CUDA, float32 elsewhere), with torch's threads
+  as set; the fastest of `repeats` timings (after two untimed calls), as
+  the peak is what the device reaches at its best.
+
+  Args:
+    device: where.
+    size: the matrices' side; default 8192 on CUDA, 1024 elsewhere.
+    repeats: timings.
+
+  Returns:
+    {"flops_per_s": 2 size^3 / the fastest time, "size", "dtype",
+    "seconds" (the fastest matmul), "repeats"}.
+  """
+  cuda = device.type == "cuda"
+  size = size or (8192 if cuda else 1024)
+  dtype = torch.bfloat16 if cuda else torch.float32
+  generator = torch.Generator().manual_seed(0)
+  a, b = (torch.randn(size, size, generator=generator).to(device, dtype)
+          for _ in range(2))
+  # Several matmuls per timing on CUDA: one is shorter than its launch.
+  calls = 10 if cuda else 1
+  best = float("inf")
+  for i in range(2 + repeats):
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+      out = a @ b
+    sync(device)
+    if i >= 2:
+      best = min(best, (time.perf_counter() - start) / calls)
+  del a, b, out
+  if cuda:
+    torch.cuda.empty_cache()
+  return {"flops_per_s": 2 * size**3 / best, "size": size,
+          "dtype": str(dtype).replace("torch.", ""), "seconds": best,
+          "repeats": repeats}

@@ -3,8 +3,9 @@
 """The PyTorch benchmark's report: a JSON-serializable dict and its markdown.
 
 `report` gathers what a run measured of each model, with the ratios to T5
-and to V; `markdown` writes it as a header of facts (device, versions,
-dims, settings) and one table row a model.
+and to V and the model-FLOPs utilization (a training step's FLOPs per
+second over the run's matmul peak); `markdown` writes it as a header of
+facts (device, versions, dims, settings) and one table row a model.
 """
 
 import dataclasses
@@ -28,8 +29,8 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 def report(entries: List[measure.Entry], dims: bench_models.Dims,
            settings: bench_models.Settings, rounds: int,
-           device: torch.device,
-           command: Optional[str]) -> Dict[str, Any]:
+           device: torch.device, command: Optional[str],
+           peak: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """The report of what the entries measured so far.
 
   Args:
@@ -39,6 +40,7 @@ def report(entries: List[measure.Entry], dims: bench_models.Dims,
     rounds: the rounds run.
     device: where.
     command: the command line, or None.
+    peak: `torch_benchmark_measure.matmul_peak`'s, or None: no MFU.
 
   Returns:
     The report: see `torch_benchmark.run`.
@@ -48,6 +50,10 @@ def report(entries: List[measure.Entry], dims: bench_models.Dims,
     step = statistics.median(entry.step_s) if entry.step_s else None
     tokens_per_s = (entry.generated / statistics.median(entry.generate_s)
                     if entry.generate_s else None)
+    train_flops = sum(entry.train_flops.values()) or None
+    mfu = None
+    if step and train_flops and peak:
+      mfu = train_flops / step / peak["flops_per_s"]
     results.append({
         "label": entry.label,
         "model": ("transformers T5ForConditionalGeneration"
@@ -64,6 +70,9 @@ def report(entries: List[measure.Entry], dims: bench_models.Dims,
         "saved_bytes": entry.saved_bytes,
         "train_ops": entry.train_ops,
         "decode_ops_per_step": entry.decode_ops_per_step,
+        "train_flops": train_flops,
+        "train_flops_terms": dict(entry.train_flops),
+        "mfu": mfu,
         "state_bytes": measure.state_bytes(entry.model, entry.optimizer),
         "loss_first": entry.losses[0] if entry.losses else None,
         "loss_last": entry.losses[-1] if entry.losses else None,
@@ -89,6 +98,7 @@ def report(entries: List[measure.Entry], dims: bench_models.Dims,
       "settings": dataclasses.asdict(settings),
       "rounds": rounds,
       "command": command,
+      "matmul_peak": peak,
       "results": results,
   }
 
@@ -140,6 +150,14 @@ def markdown(report: Dict[str, Any]) -> str:
       "dispatch (views included; the optimizer left out), and per "
       "decoding step of one greedy generate() (DynamicCache, not compiled)",
   ]
+  matmul = report.get("matmul_peak")
+  if matmul:
+    lines.append(
+        "- MFU: model FLOPs of a training step (every matmul of forward and "
+        "backward, counted from the dims) per second of its median step, "
+        "over the matmul peak measured in this run: %.2f TFLOP/s (%d x %d "
+        "%s matmul)" % (matmul["flops_per_s"] / 1e12, matmul["size"],
+                        matmul["size"], matmul["dtype"]))
   if report.get("command"):
     lines.append("- command: `%s`" % report["command"])
   if report["device_type"] != "cuda":
@@ -148,20 +166,23 @@ def markdown(report: Dict[str, Any]) -> str:
   lines += [
       "",
       "| model | functions | params (M) | train steps/s | vs T5 | vs V | "
-      "generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | saved MiB | "
-      "vs V | state MiB | train ops | vs V | decode ops/step | vs V |",
+      "MFU | generate tokens/s | vs T5 | vs V | peak MiB | vs T5 | "
+      "saved MiB | vs V | state MiB | train ops | vs V | decode ops/step | "
+      "vs V |",
       "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ]
   for r in report["results"]:
     peak = r["peak_bytes"]
     saved = r.get("saved_bytes")
+    mfu = r.get("mfu")
     lines.append("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s "
-                 "| %s | %s | %.1f | %s | %s | %s | %s |" % (
+                 "| %s | %s | %s | %.1f | %s | %s | %s | %s |" % (
                      r["label"], "+".join(r["components"]) or "(T5)",
                      r["params"] / 1e6, _number(r["train_steps_per_s"]),
                      _times(r["train_steps_per_s_vs_t5"]),
                      _times(r["train_steps_per_s_vs_v"]),
+                     "n/a" if mfu is None else "%.1f%%" % (100 * mfu),
                      _number(r["generate_tokens_per_s"], 0),
                      _times(r["generate_tokens_per_s_vs_t5"]),
                      _times(r["generate_tokens_per_s_vs_v"]),
