@@ -117,7 +117,7 @@ def test_markdown_names_the_device_and_has_a_row_per_model(report):
     assert float(cells[15]) > 0 and cells[16].endswith("x"), row
     assert float(cells[17]) > 0 and cells[18].endswith("x"), row
   assert re.search(r"^- MFU: .+ matmul peak measured in this run: "
-                   r"[0-9.]+ TFLOP/s \(1024 x 1024 float32 matmul\)$",
+                   r"[0-9.]+ [GT]FLOP/s \(1024 x 1024 float32 matmul\)$",
                    text, re.M), text
 
 

@@ -235,13 +235,13 @@ def run(dims: Dims, settings: Settings,
             "failed: %s" % entry.error if entry.error else
             "step %.4f s (median so far)" % statistics.median(entry.step_s)))
       if progress is not None:
-        progress(reporting.report(entries, dims, settings, rounds, device,
-                                  command, peak))
+        progress(reporting.make_report(entries, dims, settings, rounds,
+                                       device, command, peak))
     again = measure.matmul_peak(device)
     if again["flops_per_s"] > peak["flops_per_s"]:
       peak = again
-    return reporting.report(entries, dims, settings, rounds, device, command,
-                            peak)
+    return reporting.make_report(entries, dims, settings, rounds, device,
+                                 command, peak)
 
 
 def _measure_round(entry: measure.Entry, r: int, settings: Settings,

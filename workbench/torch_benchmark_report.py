@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """The PyTorch benchmark's report: a JSON-serializable dict and its markdown.
 
-`report` gathers what a run measured of each model, with the ratios to T5
+`make_report` gathers what a run measured of each model, with the ratios to T5
 and to V and the model-FLOPs utilization (a training step's FLOPs per
 second over the run's matmul peak); `markdown` writes it as a header of
 facts (device, versions, dims, settings) and one table row a model.
@@ -27,10 +27,10 @@ def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
   return a / b if a and b else None
 
 
-def report(entries: List[measure.Entry], dims: bench_models.Dims,
-           settings: bench_models.Settings, rounds: int,
-           device: torch.device, command: Optional[str],
-           peak: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def make_report(entries: List[measure.Entry], dims: bench_models.Dims,
+                settings: bench_models.Settings, rounds: int,
+                device: torch.device, command: Optional[str],
+                peak: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """The report of what the entries measured so far.
 
   Args:
@@ -111,6 +111,12 @@ def _times(value: Optional[float]) -> str:
   return "n/a" if value is None else "%.2fx" % value
 
 
+def _flops_per_s(value: float) -> str:
+  if value >= 1e12:
+    return "%.1f TFLOP/s" % (value / 1e12)
+  return "%.1f GFLOP/s" % (value / 1e9)
+
+
 def markdown(report: Dict[str, Any]) -> str:
   """The report as markdown: a header of facts, then one table row a model.
 
@@ -155,9 +161,9 @@ def markdown(report: Dict[str, Any]) -> str:
     lines.append(
         "- MFU: model FLOPs of a training step (every matmul of forward and "
         "backward, counted from the dims) per second of its median step, "
-        "over the matmul peak measured in this run: %.2f TFLOP/s (%d x %d "
-        "%s matmul)" % (matmul["flops_per_s"] / 1e12, matmul["size"],
-                        matmul["size"], matmul["dtype"]))
+        "over the matmul peak measured in this run: %s (%d x %d %s matmul)" %
+        (_flops_per_s(matmul["flops_per_s"]), matmul["size"], matmul["size"],
+         matmul["dtype"]))
   if report.get("command"):
     lines.append("- command: `%s`" % report["command"])
   if report["device_type"] != "cuda":
