@@ -339,8 +339,7 @@ def matmul_peak(device: torch.device, size: Optional[int] = None,
   cuda = device.type == "cuda"
   size = size or (8192 if cuda else 1024)
   dtype = torch.bfloat16 if cuda else torch.float32
-  generator = torch.Generator().manual_seed(0)
-  a, b = (torch.randn(size, size, generator=generator).to(device, dtype)
+  a, b = (torch.randn(size, size, device=device, dtype=dtype)
           for _ in range(2))
   # Several matmuls per timing on CUDA: one is shorter than its launch.
   calls = 10 if cuda else 1
