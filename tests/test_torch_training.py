@@ -134,8 +134,6 @@ def test_every_function_declares_its_initializers():
   modeling = model_code.load()
   config = _config(("dot_product",))
   for name, function in modeling.FUNCTIONS.items():
-    if function is None:
-      continue
     for settings in (dict(synthesizer_use_bias=True),
                      dict(synthesizer_use_bias=False,
                           dense_share_query_projection=True)):

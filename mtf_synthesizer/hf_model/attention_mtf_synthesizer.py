@@ -15,7 +15,8 @@ W_o (eq. 3).
 """
 
 import contextlib
-from typing import List, NamedTuple, Optional, Tuple
+import enum
+from typing import FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.attention
@@ -50,7 +51,8 @@ def _plain_linear(module: nn.Module) -> bool:
           "forward" not in vars(module))
 
 
-def _plus(bias: Optional[torch.Tensor], term: torch.Tensor) -> torch.Tensor:
+def _add_to_bias(bias: Optional[torch.Tensor],
+                 term: torch.Tensor) -> torch.Tensor:
   """bias + term, where a missing bias is zero."""
   return term if bias is None else bias + term
 
@@ -164,21 +166,13 @@ class MtfSynthesizerAttention(nn.Module):
     self.scale_queries = config.scale_queries
     self.scaling = config.d_kv**-0.5 if config.scale_queries else 1.0
     self.function_names = tuple(functions)
-    self.has_dot_product = "dot_product" in functions
     for name in functions:
-      if FUNCTIONS[name] is not None:
-        setattr(self, name, FUNCTIONS[name](config))
-    # What the fused path asks at every call, fixed by the functions: a
-    # function reads the unscaled queries; which functions' logits join
-    # the bias (the batch-free ones too where the kernel takes a bias with
-    # a gradient: on CUDA).
+      setattr(self, name, FUNCTIONS[name](config))
+    self.needs_keys = any(f.needs_keys for f in self.functions)
+    # A function other than the dot product reads the unscaled queries.
     self.function_reads_queries = any(
-        f.needs_queries for f in self.synthesizers())
-    self.needs_queries = self.has_dot_product or self.function_reads_queries
-    self.bias_functions = frozenset(
-        f.name for f in self.synthesizers() if f.contributes == BIAS)
-    self.bias_functions_on_cuda = self.bias_functions | frozenset(
-        f.name for f in self.synthesizers() if f.batch_free)
+        f.needs_queries and not f.needs_keys for f in self.functions)
+    self.needs_queries = self.needs_keys or self.function_reads_queries
     d = config.d_model
     inner = self.num_heads * self.d_kv
     memory_inner = self.memory_heads * self.d_kv
@@ -186,7 +180,7 @@ class MtfSynthesizerAttention(nn.Module):
       # mesh folds the 1/sqrt(d_kv) query scale into the initializer.
       self.q = _linear(d, inner, d**-0.5 if config.scale_queries
                        else (d * self.d_kv)**-0.5)
-    if self.has_dot_product:
+    if self.needs_keys:
       self.k = _linear(d, memory_inner, d**-0.5)
     self.v = _linear(d, memory_inner, d**-0.5)
     self.o = _linear(inner, d, inner**-0.5)
@@ -198,10 +192,10 @@ class MtfSynthesizerAttention(nn.Module):
           config.relative_attention_num_buckets, self.num_heads)
     self.every_head = _EveryHead(self)
 
-  def synthesizers(self) -> List[nn.Module]:
-    """The function modules (every function but the dot product)."""
-    return [getattr(self, n) for n in self.function_names
-            if n != "dot_product"]
+  @property
+  def functions(self) -> List[nn.Module]:
+    """The synthesizing functions' modules, in the mixture's order."""
+    return [getattr(self, n) for n in self.function_names]
 
   def mixture_weights(self) -> Optional[torch.Tensor]:
     """alpha [functions, heads] (eq. 8), or None for one function."""
@@ -274,7 +268,7 @@ class MtfSynthesizerAttention(nn.Module):
       values = self._heads(source, self.v)
       # Without keys the cache keeps one column of the values in their
       # place (it measures its length by the keys).
-      keys = self._heads(source, self.k) if self.has_dot_product else (
+      keys = self._heads(source, self.k) if self.needs_keys else (
           values[..., :1])
       if cache is not None:
         keys, values = cache.update(keys, values, self.layer_idx)
@@ -314,14 +308,14 @@ class MtfSynthesizerAttention(nn.Module):
       ([batch, t, heads, d_kv], the weights [batch, heads, t, s]).
     """
     alpha = self.mixture_weights()
-    for i, name in enumerate(self.function_names):
-      if name == "dot_product":
+    for i, function in enumerate(self.functions):
+      if function.needs_keys:  # the dot product: the kernel's Q K^T
         continue
-      term = getattr(self, name)(hidden, queries, positions,
-                                 None if alpha is None else alpha[i])
-      bias = _plus(bias, term)
+      term = function(hidden, queries, positions,
+                      None if alpha is None else alpha[i])
+      bias = _add_to_bias(bias, term)
     dropout = self.dropout if self.training else 0.0
-    if not self.has_dot_product:
+    if not self.needs_keys:
       # No Q K^T: the weights are softmax(bias).
       if output_attentions:
         # Each example's weights, the ones the output is computed from (a
@@ -362,30 +356,18 @@ class MtfSynthesizerAttention(nn.Module):
       ([batch, t, heads, d_kv], None).
     """
     dropout = self.dropout if self.training else 0.0
-    if self.function_names == ("dot_product",) and (
-        not hidden.is_cuda or self.d_kv % KERNEL_WIDTH_MULTIPLE == 0):
-      # The dot product alone (V, cross-attention): the kernel's own call,
-      # the query scale its `scaling` (on CUDA at a head width the fused
-      # kernels take; else the columns below are padded to one).
-      return self._kernel(self, self._heads(hidden, self.q), keys, values,
-                          bias, implementation, dropout, self.scaling), None
+    is_cuda = hidden.is_cuda
     alpha = self.mixture_weights()
-    scales = ([None] * len(self.function_names) if alpha is None
+    scales = ([None] * len(self.functions) if alpha is None
               else alpha.unbind(0))
     queries = None  # unscaled, for a function that reads them (D's option)
     if self.function_reads_queries:
       queries = self._heads(hidden, self.q)
-    functions = [(name, getattr(self, name, None), scale)
-                 for name, scale in zip(self.function_names, scales)]
-    # Where the kernel takes a bias with a gradient (CUDA), batch-free
-    # logits (FR's R1 R2^T) join the bias, [1, heads, t, s] once for the
-    # batch, rather than widening every example's queries and keys (FR+V:
-    # 64 + k columns run the kernel's 128-wide head tier).
-    as_bias = (self.bias_functions_on_cuda
-               if _kernel_layout(hidden.is_cuda, True).bias_gradient
-               else self.bias_functions)
-    for name, function, scale in functions:
-      if name in as_bias:
+    functions = list(zip(self.functions, scales))
+    in_bias = bias_functions(self.functions,
+                             _kernel_layout(is_cuda, True).bias_gradient)
+    for function, scale in functions:
+      if function.name in in_bias:
         term = function(hidden, queries, positions, scale)
         if term.shape[0] > 1:
           # Per example (FD's), in the logits' dtype (autocast's, where
@@ -393,35 +375,46 @@ class MtfSynthesizerAttention(nn.Module):
           dtype = _logits_dtype(hidden)
           bias = None if bias is None else _cast(bias, dtype)
           term = _cast(term, dtype)
-        bias = _plus(bias, term)
-    # sdpa's CPU kernels take no bias that needs a gradient (R's table, the
-    # relative bias in training): its math kernel writes the logits anyway,
-    # so there the other functions' logits join the bias as in `_reference`
-    # (columns would only be copied). So do they for one query (a decoding
-    # step): one row of logits costs less than copying the cached keys and
-    # values into wider columns at every step.
-    layout = _kernel_layout(hidden.is_cuda, bias is not None)
-    if hidden.shape[1] == 1 or not (
-        layout.bias_gradient or bias is None or not bias.requires_grad):
-      # The logits path: every other function's logits join the bias, as
-      # in `_reference`; the kernel computes the dot product alone.
-      for name, function, scale in functions:
-        if function is not None and name not in as_bias:
-          bias = _plus(bias, function(hidden, queries, positions, scale))
-      if not self.has_dot_product:
+        bias = _add_to_bias(bias, term)
+    layout = _kernel_layout(is_cuda, bias is not None)
+    route = plan_attention(
+        self.function_names, in_bias, layout, self.d_kv,
+        one_query=hidden.shape[1] == 1,
+        bias_needs_grad=bias is not None and bias.requires_grad,
+        bias_per_example=bias is not None and bias.shape[0] > 1)
+    if route is Route.DOT_PRODUCT:
+      return self._kernel(self, self._heads(hidden, self.q), keys, values,
+                          bias, implementation, dropout, self.scaling), None
+    if route is Route.LOGITS:
+      for function, scale in functions:
+        if not function.needs_keys and function.name not in in_bias:
+          bias = _add_to_bias(bias, function(hidden, queries, positions,
+                                             scale))
+      if not self.needs_keys:
         return synthesized_attention_forward(self, values, bias,
                                              dropout)[0], None
       query = self._scaled_queries(hidden, self._dot_product_scale(scales))
       return self._kernel(self, _cast(query, values.dtype), keys, values,
                           bias, implementation, dropout), None
-    # The columns path.
-    query_parts, key_parts, key_biases = [], [], []
-    for name, function, scale in functions:
-      if name == "dot_product":
+    if route is Route.SOFTMAX_OF_BIAS:
+      return synthesized_attention_forward(self, values, bias,
+                                           dropout)[0], None
+    multiple = layout.multiple
+    query_parts, key_parts = [], []
+    if route is Route.ZERO_COLUMNS:
+      # No columns and a bias per example: the kernel on zero queries and
+      # keys, which writes no weights.
+      query_parts = [hidden.new_zeros(1, self.num_heads, hidden.shape[1],
+                                      multiple)]
+      key_parts = [hidden.new_zeros(1, self.memory_heads, values.shape[2],
+                                    multiple)]
+    key_biases = []
+    for function, scale in functions:
+      if function.needs_keys:
         query_parts.append(self._scaled_queries(
             hidden, self._dot_product_scale(scales)))
         key_parts.append(keys)
-      elif name not in as_bias:
+      elif function.name not in in_bias:
         query, key, key_bias = function.columns(hidden, queries, positions,
                                                 scale)
         query_parts.append(query)
@@ -429,32 +422,16 @@ class MtfSynthesizerAttention(nn.Module):
         if key_bias is not None:
           key_biases.append(key_bias)
     for key_bias in key_biases:  # [1|b, heads, s]
-      # A key column against a column of ones where there is no bias, or
-      # where b2 would give a CPU kernel's bias a gradient (its math path,
-      # which writes the logits); else it joins the bias (CUDA: the head
-      # width stays d_kv's multiple).
-      if bias is None or (not layout.bias_gradient and
-                          torch.is_grad_enabled() and
-                          key_bias.requires_grad and not bias.requires_grad):
+      if key_bias_as_column(
+          layout, has_bias=bias is not None,
+          bias_needs_grad=bias is not None and bias.requires_grad,
+          key_bias_needs_grad=(torch.is_grad_enabled() and
+                               key_bias.requires_grad)):
         query_parts.append(hidden.new_ones(1, self.num_heads,
                                            hidden.shape[1], 1))
         key_parts.append(key_bias[..., None])
       else:
         bias = bias + key_bias[:, :, None, :]
-    multiple, values_apart = layout.multiple, layout.values_apart
-    if not query_parts:  # R, Fix, FD: softmax(bias) V
-      if not (values_apart and bias.shape[0] > 1):
-        # A bias shared by the batch (R, Fix unpadded): its softmax once
-        # for every example (on an H200 the kernel, which takes it per
-        # example, ran R at 0.99x V at 8 x 2048, this path at 1.22x).
-        return synthesized_attention_forward(self, values, bias,
-                                             dropout)[0], None
-      # A bias per example (FD, or a padded batch): the kernel on zero
-      # queries and keys, which writes no weights.
-      query_parts = [hidden.new_zeros(1, self.num_heads, hidden.shape[1],
-                                      multiple)]
-      key_parts = [hidden.new_zeros(1, self.memory_heads, values.shape[2],
-                                    multiple)]
     module = self
     if self.num_key_value_groups > 1 and any(
         k.shape[1] != self.memory_heads for k in key_parts):
@@ -470,7 +447,7 @@ class MtfSynthesizerAttention(nn.Module):
     # the output.
     width = _round_up(query.shape[-1], multiple)
     value_width = _round_up(self.d_kv, multiple)
-    if not values_apart:
+    if not layout.values_apart:
       width = value_width = max(width, value_width)
     query, key = _pad_width(query, width), _pad_width(key, width)
     values = _pad_width(values, value_width)
@@ -527,6 +504,108 @@ class MtfSynthesizerAttention(nn.Module):
     if out.shape[-1] != self.d_kv:
       out = out[..., :self.d_kv]
     return out
+
+
+class Route(enum.Enum):
+  """How one fused call computes a layer's attention.
+
+  DOT_PRODUCT: the dot product alone (V, cross-attention), the kernel's own
+    call with the query scale as its `scaling`.
+  LOGITS: every function but the dot product adds its logits to the bias,
+    as the eager path does; the kernel computes the dot product alone
+    (softmax(bias) V without one).
+  COLUMNS: each function's query and key columns side by side, so that
+    the kernel's Q K^T is the mixture (eq. 8).
+  SOFTMAX_OF_BIAS: no columns, a bias shared by the batch (R, Fix
+    unpadded): softmax(bias) V, the softmax once for every example.
+  ZERO_COLUMNS: no columns, a bias per example (FD, a padded batch) where
+    the values keep their own width: the kernel on zero queries and keys,
+    which writes no weights.
+  """
+  DOT_PRODUCT = "dot_product"
+  LOGITS = "logits"
+  COLUMNS = "columns"
+  SOFTMAX_OF_BIAS = "softmax_of_bias"
+  ZERO_COLUMNS = "zero_columns"
+
+
+def bias_functions(functions: Sequence[nn.Module],
+                   bias_gradient: bool) -> FrozenSet[str]:
+  """The functions whose logits join the bias before the kernel is chosen.
+
+  Those that contribute a bias (R, Fix, FD); where the kernel takes a bias
+  with a gradient (CUDA), the input-independent ones too (FR's R1 R2^T: one
+  [1, heads, t, s] for the batch rather than k more columns per example,
+  which would run FR+V in the kernel's wider head tier).
+
+  Args:
+    functions: the layer's synthesizing functions.
+    bias_gradient: the device's kernel keeps a bias with a gradient fused
+      (`KernelLayout.bias_gradient`).
+
+  Returns:
+    Their names.
+  """
+  return frozenset(
+      f.name for f in functions if not f.needs_keys and (
+          f.contributes == BIAS or (bias_gradient and f.input_independent)))
+
+
+def plan_attention(names: Tuple[str, ...], in_bias: FrozenSet[str],
+                   layout: "KernelLayout", d_kv: int, one_query: bool,
+                   bias_needs_grad: bool, bias_per_example: bool) -> Route:
+  """The route of one fused call: a pure function of what the call is.
+
+  Args:
+    names: the layer's functions.
+    in_bias: those whose logits have joined the bias (`bias_functions`).
+    layout: the kernel's layout on the device, with or without a bias
+      (`_kernel_layout`).
+    d_kv: the head width.
+    one_query: one query (a decoding step): one row of logits costs less
+      than copying the cached keys and values into wider columns.
+    bias_needs_grad: the bias needs a gradient (sdpa's CPU kernels take
+      none: their math kernel writes the logits anyway, so the logits join
+      it).
+    bias_per_example: the bias has the batch's dimension.
+
+  Returns:
+    The Route; docs/pytorch.md tabulates it for every variant.
+  """
+  if names == ("dot_product",) and d_kv % layout.multiple == 0:
+    return Route.DOT_PRODUCT
+  if one_query or (bias_needs_grad and not layout.bias_gradient):
+    return Route.LOGITS
+  if all(name in in_bias for name in names):
+    if layout.values_apart and bias_per_example:
+      return Route.ZERO_COLUMNS
+    return Route.SOFTMAX_OF_BIAS
+  return Route.COLUMNS
+
+
+def key_bias_as_column(layout: "KernelLayout", has_bias: bool,
+                       bias_needs_grad: bool,
+                       key_bias_needs_grad: bool) -> bool:
+  """Whether a function's bias per key (D's b2) is a column of the keys.
+
+  It is, against a column of ones in the queries, where there is no bias,
+  or where it would give a CPU kernel's bias a gradient (its math path,
+  which writes the logits); else it is added to the bias (on CUDA the head
+  width stays a multiple of the kernel's).
+
+  Args:
+    layout: the kernel's layout on the device.
+    has_bias: the call has an additive bias.
+    bias_needs_grad: that bias needs a gradient.
+    key_bias_needs_grad: the bias per key needs one (grad enabled).
+
+  Returns:
+    True for a column.
+  """
+  if not has_bias:
+    return True
+  return (not layout.bias_gradient and key_bias_needs_grad and
+          not bias_needs_grad)
 
 
 class _EveryHead:

@@ -55,9 +55,12 @@ def function_names() -> Tuple[str, ...]:
   return tuple(FUNCTION_SETTINGS)
 
 
-# The activations of the feed-forward layer (mesh's names; gelu is its tanh
-# approximation), alone or after "gated-".
-ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu", "swish", "linear")
+# The activations of the feed-forward layer, alone or after "gated-": mesh's
+# names and transformers' (ACT2FN) for the same function (mesh's gelu is
+# the tanh approximation).
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu_pytorch_tanh",
+               "gelu_new": "gelu_pytorch_tanh", "silu": "silu",
+               "swish": "silu", "linear": "linear"}
 
 
 def _invalid(field: str, value: Any, valid: str) -> ValueError:
@@ -131,7 +134,7 @@ def _feed_forward(field: str, value: Any) -> str:
   if not (len(parts) == 1 or (len(parts) == 2 and parts[0] == "gated")) or (
       parts[-1] not in ACTIVATIONS):
     raise _invalid(field, value, "an activation of %s, or 'gated-' and one" %
-                   (ACTIVATIONS,))
+                   (tuple(ACTIVATIONS),))
   return value
 
 

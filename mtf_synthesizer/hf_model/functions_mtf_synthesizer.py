@@ -83,26 +83,30 @@ COLUMNS = "columns"
 BIAS = "bias"
 
 # The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
-# each class registers itself when defined; the dot product is the kernel's
-# Q K^T, with no module and no weights of its own.
-FUNCTIONS: Dict[str, Optional[type]] = {"dot_product": None}
+# each class registers itself when defined.
+FUNCTIONS: Dict[str, type] = {}
 
 
 class MtfSynthesizerFunction(nn.Module):
   """A synthesizing function's module: what it computes and how it starts.
 
-  A subclass declares everything the rest of the model needs: `name` (its
-  key in FUNCTIONS, mesh's name; defining the class registers it),
-  `contributes` (COLUMNS or BIAS), `batch_free` (its logits do not depend
-  on the input: one [1, heads, t, s] for the whole batch), `needs_queries`,
-  and `initializers()` (mesh's initializer of each weight it holds itself;
-  `nn.Linear` layers carry theirs, see `_linear`). Its weights have mesh's
-  local names (`<function>/<name>`), which is how the export finds them.
+  A subclass declares everything the rest of the model needs, with mesh's
+  names for the same properties (`mtf_synthesizer.synthesizers`): `name`
+  (its key in FUNCTIONS and FUNCTION_SETTINGS; defining the class
+  registers it), `contributes` (COLUMNS or BIAS), `input_independent` (its
+  logits do not depend on the input: one [1, heads, t, s] for the whole
+  batch), `trainable` (its weights train), `needs_queries`, `needs_keys`
+  (the dot product: the layer's keys), and `initializers()` (mesh's
+  initializer of each weight it holds itself; `nn.Linear` layers carry
+  theirs, see `_linear`). Its weights have mesh's local names
+  (`<function>/<name>`), which is how the export finds them.
   """
   name = ""
   contributes = BIAS
-  batch_free = False
+  input_independent = False
+  trainable = True
   needs_queries = False
+  needs_keys = False
 
   def __init_subclass__(cls, **kwargs):
     super().__init_subclass__(**kwargs)
@@ -126,6 +130,23 @@ class MtfSynthesizerFunction(nn.Module):
       or ("zeros", 0.0); `initializer_factor` multiplies the scale.
     """
     raise NotImplementedError
+
+
+class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
+  """V: S_ij = Q_i . K_j, the kernel's own product of the layer's queries
+  and keys (no weights of its own: the layer's q and k)."""
+  name = "dot_product"
+  contributes = COLUMNS
+  needs_queries = True
+  needs_keys = True
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    del config
+    super().__init__()
+
+  def initializers(self, config):
+    del config
+    return {}
 
 
 def _logits_dtype(x: torch.Tensor) -> torch.dtype:
@@ -209,24 +230,25 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
   name = "random"
   contributes = BIAS
-  batch_free = True
+  input_independent = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
     n = config.synthesizer_max_length
-    self.R = nn.Parameter(torch.empty(config.num_heads, n, n))
+    table = torch.empty(config.num_heads, n, n)
+    if self.trainable:
+      self.R = nn.Parameter(table)
+    else:  # drawn at initialization, saved with the weights
+      self.register_buffer("R", table, persistent=True)
 
   def initializers(self, config):
     # The original release's glorot scale on its [N, heads, N] variable.
     n = config.synthesizer_max_length
     return {"R": ("uniform", _glorot_limit(config.num_heads * n, n * n))}
 
-  def table(self) -> torch.Tensor:
-    return self.R
-
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del hidden, queries
-    r = self.table()
+    r = self.R
     if positions.query is None:
       r = _span(_span(r, 1, positions.start, positions.length), 2, 0,
                 positions.memory_length)
@@ -241,19 +263,14 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
 class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
   """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
   name = "fixed_random"
-
-  def __init__(self, config: MtfSynthesizerConfig):
-    MtfSynthesizerFunction.__init__(self)
-    n = config.synthesizer_max_length
-    self.register_buffer("R", torch.empty(config.num_heads, n, n),
-                         persistent=True)
+  trainable = False
 
 
 class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
   name = "factorized_random"
   contributes = COLUMNS
-  batch_free = True
+  input_independent = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -300,15 +317,24 @@ def _heads_from_rows(x: torch.Tensor, batch: int) -> torch.Tensor:
 
 
 class _DenseHidden(MtfSynthesizerFunction):
-  """relu(W1 X_i + b1) per head, the first layer of D and FD."""
+  """relu(W1 X_i + b1) per head, the first layer of D and FD.
 
-  def __init__(self, config: MtfSynthesizerConfig):
+  Args:
+    config: the model's configuration.
+    first_layer: with W1 and b1 (else the layer's queries take their place:
+      D's `dense_share_query_projection`, whose hidden width is d_kv).
+  """
+
+  def __init__(self, config: MtfSynthesizerConfig, first_layer: bool = True):
     super().__init__()
     self.num_heads = config.num_heads
-    self.hidden_size = config.dense_hidden_size or config.d_kv
     self.use_bias = config.synthesizer_use_bias
-    self.w1 = _linear(config.d_model, self.num_heads * self.hidden_size,
-                      config.d_model**-0.5, bias=self.use_bias)
+    if first_layer:
+      self.hidden_size = config.dense_hidden_size or config.d_kv
+      self.w1 = _linear(config.d_model, self.num_heads * self.hidden_size,
+                        config.d_model**-0.5, bias=self.use_bias)
+    else:
+      self.hidden_size = config.d_kv
 
   def hidden(self, x: torch.Tensor) -> torch.Tensor:
     """[batch, t, d_model] -> [batch, heads, t, hidden]."""
@@ -339,15 +365,9 @@ class MtfSynthesizerDense(_DenseHidden):
 
   def __init__(self, config: MtfSynthesizerConfig):
     self.share_query_projection = config.dense_share_query_projection
-    if self.share_query_projection:
-      MtfSynthesizerFunction.__init__(self)
-      self.use_bias = config.synthesizer_use_bias
-      hidden = config.d_kv
-    else:
-      super().__init__(config)
-      hidden = self.hidden_size
+    super().__init__(config, first_layer=not self.share_query_projection)
     n = config.synthesizer_max_length
-    self.w2 = nn.Parameter(torch.empty(config.num_heads, hidden, n))
+    self.w2 = nn.Parameter(torch.empty(config.num_heads, self.hidden_size, n))
     if self.use_bias:
       self.b2 = nn.Parameter(torch.empty(config.num_heads, n))
 

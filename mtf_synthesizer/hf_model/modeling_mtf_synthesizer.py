@@ -26,12 +26,13 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 import copy
 import math
 import os
-from typing import Callable, Dict, Optional, Tuple, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers import PreTrainedModel
+from transformers.activations import ACT2FN
 from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.cache_utils import DynamicCache
@@ -49,6 +50,7 @@ from .attention_mtf_synthesizer import KernelLayout
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
 from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
+from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .files import check_weights
 from .functions_mtf_synthesizer import BIAS
@@ -112,29 +114,13 @@ class MtfSynthesizerRMSNorm(nn.Module):
     return normed * self.weight.to(x.dtype)
 
 
-def _activation(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
-  """mesh's activation by name (gelu: its tanh approximation)."""
-  functions = {
-      "relu": torch.relu,
-      "gelu": lambda x: nn.functional.gelu(x, approximate="tanh"),
-      "gelu_new": lambda x: nn.functional.gelu(x, approximate="tanh"),
-      "silu": nn.functional.silu,
-      "swish": nn.functional.silu,
-      "linear": lambda x: x,
-  }
-  if name not in functions:
-    raise ValueError("activation %r is not supported (supported: %s)" %
-                     (name, sorted(functions)))
-  return functions[name]
-
-
 class MtfSynthesizerDenseReluDense(nn.Module):
   """The feed-forward layer: wo(act(wi x)), or gated: wo(act(wi_0 x) wi_1 x)."""
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
     self.gated = config.is_gated_act
-    self.act = _activation(config.dense_act_fn)
+    self.act = ACT2FN[ACTIVATIONS[config.dense_act_fn]]
     d, d_ff = config.d_model, config.d_ff
     if self.gated:
       self.wi_0 = _linear(d, d_ff, d**-0.5, truncated=True)
@@ -245,7 +231,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   # Static caches and a compiled forward (generate's compile_config): the
   # stack reads a static cache's whole length, masked past the written part.
   _can_compile_fullgraph = True
-  _keys_to_ignore_on_load_unexpected = []
 
   def create_masks_for_generate(self, config, inputs_embeds, attention_mask,
                                 past_key_values, position_ids=None,
