@@ -141,8 +141,9 @@ def test_setting_a_bad_value_names_it_and_keeps_the_config(field):
 def test_zero_negative_and_fractional_sizes_are_refused(field):
   configuration = _configuration()
   rule = configuration.FIELD_RULES[field]
-  if rule not in (configuration._positive_int,  # pylint: disable=protected-access
-                  configuration._optional_positive_int):  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  sizes = (configuration._positive_int, configuration._optional_positive_int)
+  if rule not in sizes:
     pytest.skip("not a size")
   for value in (0, -4, 2.5, "8", True):
     with pytest.raises(ValueError) as error:
@@ -208,7 +209,8 @@ def _mesh_function_settings():
   out = []
   for name, function_class in sorted(synthesizers.BY_NAME.items()):
     for setting in inspect.signature(function_class.__init__).parameters:
-      field = hf_export._FUNCTION_FIELDS.get(setting)  # pylint: disable=protected-access
+      # pylint: disable-next=protected-access
+      field = hf_export._FUNCTION_FIELDS.get(setting)
       if field is not None:
         out.append((name, function_class, setting, field))
   return out
@@ -278,7 +280,8 @@ def _tiny_t5(tmp_path):
 
 
 def test_from_pretrained_refuses_a_t5_and_points_to_from_t5(tmp_path):
-  from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
   path = _tiny_t5(tmp_path)
   with pytest.raises(ValueError) as error:
     modeling.MtfSynthesizerForConditionalGeneration.from_pretrained(path)

@@ -33,7 +33,7 @@ from .functions_mtf_synthesizer import Positions
 from .functions_mtf_synthesizer import _cast
 from .functions_mtf_synthesizer import _linear
 from .functions_mtf_synthesizer import _logits_dtype
-from .functions_mtf_synthesizer import _times_heads
+from .functions_mtf_synthesizer import _times_each_head
 # pylint: enable=relative-beyond-top-level
 
 
@@ -222,7 +222,7 @@ class MtfSynthesizerAttention(nn.Module):
     if b * t < d or not _plain_linear(self.q):
       queries = self._heads(x, self.q)
       if torch.is_tensor(scale):
-        return _times_heads(queries, scale)
+        return _times_each_head(queries, scale)
       return queries * scale
     weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
     if torch.is_tensor(scale):
@@ -274,7 +274,8 @@ class MtfSynthesizerAttention(nn.Module):
         keys, values = cache.update(keys, values, self.layer_idx)
         if cross:
           past_key_values.is_updated[self.layer_idx] = True
-    implementation = self.config._attn_implementation or "eager"  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    implementation = self.config._attn_implementation or "eager"
     if output_attentions:
       implementation = "eager"
     if implementation == "eager":
@@ -326,7 +327,7 @@ class MtfSynthesizerAttention(nn.Module):
     query = queries
     if alpha is not None:
       weight = alpha[self.function_names.index("dot_product")]
-      query = _times_heads(query, weight)
+      query = _times_each_head(query, weight)
     if bias is not None and not torch.is_autocast_enabled(
         query.device.type):
       bias = bias.to(query.dtype)
@@ -441,8 +442,8 @@ class MtfSynthesizerAttention(nn.Module):
       key_parts = [_repeat_heads(k, self.num_key_value_groups)
                    if k.shape[1] != self.num_heads else k for k in key_parts]
     dtype = values.dtype
-    query = _side_by_side(query_parts, values.shape[0], dtype)
-    key = _side_by_side(key_parts, values.shape[0], dtype)
+    query = _concat_columns(query_parts, values.shape[0], dtype)
+    key = _concat_columns(key_parts, values.shape[0], dtype)
     # Zero columns change no logit; the values' zero columns are cut from
     # the output.
     width = _round_up(query.shape[-1], multiple)
@@ -682,7 +683,7 @@ def _pad_width(x: torch.Tensor, width: int) -> torch.Tensor:
   return nn.functional.pad(x, (0, width - x.shape[-1]))
 
 
-def _side_by_side(parts: List[torch.Tensor], batch: int,
+def _concat_columns(parts: List[torch.Tensor], batch: int,
                   dtype: torch.dtype) -> torch.Tensor:
   """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
 

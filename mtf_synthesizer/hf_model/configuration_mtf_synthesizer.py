@@ -485,7 +485,8 @@ class MtfSynthesizerConfig(PretrainedConfig):
     functions = (self.__dict__.get("encoder_synthesizers", ()) +
                  self.__dict__.get("decoder_synthesizers", ()))
     n = self.synthesizer_max_length
-    if "factorized_dense" in functions and self.factorized_dense_factors[0] == 1:
+    if ("factorized_dense" in functions and
+        self.factorized_dense_factors[0] == 1):
       raise ValueError(
           "MtfSynthesizerConfig.synthesizer_max_length=%d has no split a * b "
           "with a, b > 1 (%s), so factorized_dense (FD) would be Dense: "

@@ -126,10 +126,23 @@ class MtfSynthesizerFunction(nn.Module):
       config: the model's configuration.
 
     Returns:
-      Weight name -> (kind, scale): ("normal", std), ("uniform", limit)
-      or ("zeros", 0.0); `initializer_factor` multiplies the scale.
+      Weight name -> (kind, scale): ("normal", std), ("uniform", limit),
+      ("zeros", 0.0) or ("constant", value); `initializer_factor`
+      multiplies the normal's and the uniform's scale.
     """
     raise NotImplementedError
+
+  def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
+    """mesh's shape of each weight whose PyTorch shape merges its dims.
+
+    mesh's Adafactor factors a variable by its two largest dimensions
+    (`training_mtf_synthesizer.mesh_factored`): a weight whose PyTorch
+    layout joins two of them names mesh's shape here.
+
+    Returns:
+      Weight name (as in named_parameters of this module) -> mesh's shape.
+    """
+    return {}
 
 
 class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
@@ -170,7 +183,7 @@ def _glorot_limit(fan_in: int, fan_out: int) -> float:
   return math.sqrt(6.0 / (fan_in + fan_out))
 
 
-def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
+def _scaled_table(table: torch.Tensor, scale: Optional[torch.Tensor]):
   """table [heads, ...] * scale [heads], in float32."""
   table = _cast(table, torch.float32)
   if scale is None:
@@ -178,12 +191,12 @@ def _per_head(table: torch.Tensor, scale: Optional[torch.Tensor]):
   return table * scale.view(-1, *([1] * (table.dim() - 1)))
 
 
-def _times_heads(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+def _times_each_head(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
   """x [batch, heads, ...] times scale [heads], in x's dtype."""
   return x * _cast(scale, x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
 
 
-def _span(x: torch.Tensor, dim: int, start, length: int) -> torch.Tensor:
+def _narrow(x: torch.Tensor, dim: int, start, length: int) -> torch.Tensor:
   """x's positions start .. start + length - 1 along dim.
 
   x itself where they are all of it: a slice would cost its backward a
@@ -206,14 +219,14 @@ def _span(x: torch.Tensor, dim: int, start, length: int) -> torch.Tensor:
 def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, N, ...] -> the query rows: [1 or batch, heads, length, ...]."""
   if positions.query is None:
-    return _span(table, 1, positions.start, positions.length)[None]
+    return _narrow(table, 1, positions.start, positions.length)[None]
   return table[:, positions.query].transpose(0, 1)
 
 
 def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, ..., N] -> memory columns: [1 or batch, heads, ..., s]."""
   if positions.memory is None:
-    return _span(table, -1, 0, positions.memory_length)[None]
+    return _narrow(table, -1, 0, positions.memory_length)[None]
   # [heads, ..., batch, s] -> [batch, heads, ..., s]
   gathered = table[..., positions.memory]
   return gathered.movedim(-2, 0)
@@ -222,7 +235,7 @@ def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
 def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
   """[heads, N, c] -> the memory rows: [1 or batch, heads, s, c]."""
   if positions.memory is None:
-    return _span(table, 1, 0, positions.memory_length)[None]
+    return _narrow(table, 1, 0, positions.memory_length)[None]
   return table[:, positions.memory].transpose(0, 1)
 
 
@@ -250,13 +263,13 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
     del hidden, queries
     r = self.R
     if positions.query is None:
-      r = _span(_span(r, 1, positions.start, positions.length), 2, 0,
+      r = _narrow(_narrow(r, 1, positions.start, positions.length), 2, 0,
                 positions.memory_length)
-      return _per_head(r, scale)[None]
+      return _scaled_table(r, scale)[None]
     rows = r[:, positions.query]                       # [h, b, t, N]
     index = positions.memory[None, :, None, :].expand(
         rows.shape[0], -1, rows.shape[2], -1)
-    picked = _per_head(torch.gather(rows, 3, index), scale)
+    picked = _scaled_table(torch.gather(rows, 3, index), scale)
     return picked.transpose(0, 1)
 
 
@@ -291,12 +304,12 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
       # The same for every example: one matmul batched over heads, the
       # scale on R1's rows in use.
       start = positions.start
-      r1 = _per_head(_span(self.R1, 1, start, positions.length), scale)
-      r2 = _span(self.R2, 1, 0, positions.memory_length).float()
+      r1 = _scaled_table(_narrow(self.R1, 1, start, positions.length), scale)
+      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()
       return torch.bmm(r1, r2.transpose(1, 2))[None]
-    r1 = _rows(_per_head(self.R1, scale), positions)   # [1|b, h, t, k]
+    r1 = _rows(_scaled_table(self.R1, scale), positions)   # [1|b, h, t, k]
     if positions.memory is None:
-      r2 = _span(self.R2, 1, 0, positions.memory_length).float()[None]
+      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()[None]
     else:
       r2 = self.R2[:, positions.memory].float().transpose(0, 1)
     return torch.matmul(r1, r2.transpose(-1, -2))
@@ -306,7 +319,7 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
     del hidden, queries
     r2 = _key_rows(self.R2, positions)
     if scale is not None:
-      r2 = _times_heads(r2, scale)
+      r2 = _times_each_head(r2, scale)
     return _rows(self.R1, positions), r2, None
 
 
@@ -335,6 +348,13 @@ class _DenseHidden(MtfSynthesizerFunction):
                         config.d_model**-0.5, bias=self.use_bias)
     else:
       self.hidden_size = config.d_kv
+
+  def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
+    """W1: mesh's [d_model, heads, hidden], PyTorch's [heads * hidden, d]."""
+    if not hasattr(self, "w1"):
+      return {}
+    return {"w1.weight": (self.w1.in_features, self.num_heads,
+                          self.hidden_size)}
 
   def hidden(self, x: torch.Tensor) -> torch.Tensor:
     """[batch, t, d_model] -> [batch, heads, t, hidden]."""
@@ -397,22 +417,22 @@ class MtfSynthesizerDense(_DenseHidden):
     if positions.memory is None:
       # One matmul batched over heads with b2 as its addend.
       s = positions.memory_length
-      w2 = _cast(_per_head(_span(self.w2, 2, 0, s), early), dtype)
+      w2 = _cast(_scaled_table(_narrow(self.w2, 2, 0, s), early), dtype)
       if self.use_bias:
-        b2 = _cast(_per_head(_span(self.b2, 1, 0, s)[:, None], early),
+        b2 = _cast(_scaled_table(_narrow(self.b2, 1, 0, s)[:, None], early),
                    dtype)  # [h, 1, s]
         logits = torch.baddbmm(b2, rows, w2)
       else:
         logits = torch.bmm(rows, w2)
       logits = _heads_from_rows(logits, hidden.shape[0])
     else:  # columns per example (a static cache's positions)
-      w2 = _cast(_columns(_per_head(self.w2, early), positions), dtype)
+      w2 = _cast(_columns(_scaled_table(self.w2, early), positions), dtype)
       logits = torch.matmul(_heads_from_rows(rows, hidden.shape[0]), w2)
       if self.use_bias:
-        b2 = _cast(_columns(_per_head(self.b2, early), positions), dtype)
+        b2 = _cast(_columns(_scaled_table(self.b2, early), positions), dtype)
         logits = logits + b2[:, :, None, :]
     if late:
-      logits = _times_heads(logits, scale)
+      logits = _times_each_head(logits, scale)
     return logits
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
@@ -426,10 +446,10 @@ class MtfSynthesizerDense(_DenseHidden):
     # [1|b, heads, s, hidden]: the rows in use, sliced first.
     keys = _key_rows(self.w2.transpose(1, 2), positions)
     if scale is not None:
-      keys = _times_heads(keys, scale)
+      keys = _times_each_head(keys, scale)
     b2 = None
     if self.use_bias:
-      b2 = _columns(_per_head(self.b2, scale), positions)  # [1|b, h, s]
+      b2 = _columns(_scaled_table(self.b2, scale), positions)  # [1|b, h, s]
     return h, keys, b2
 
 
@@ -477,7 +497,7 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       factors.append(_heads_from_rows(f, hidden.shape[0]))
     fa, fb = factors  # [b, h, t, a], [b, h, t, b]
     if scale is not None:
-      fa = _times_heads(fa, scale)
+      fa = _times_each_head(fa, scale)
     if positions.memory is None:
       # Column j = jb * a + ja: the outer product laid out row-major is C,
       # built only for the column blocks in use.
@@ -486,7 +506,7 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
       # division rounds toward zero, not down).
       blocks = (s + self.a - 1) // self.a
       c = fb[..., :blocks, None] * fa[..., None, :]
-      return _span(c.flatten(-2), -1, 0, s)
+      return _narrow(c.flatten(-2), -1, 0, s)
     columns = positions.memory[:, None, None, :]
     shape = fa.shape[:3] + (columns.shape[-1],)
     return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *

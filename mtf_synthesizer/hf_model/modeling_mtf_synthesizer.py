@@ -44,6 +44,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.modeling_outputs import Seq2SeqModelOutput
 from transformers.utils import ModelOutput
+from transformers.utils import can_return_tuple
 
 # pylint: disable=relative-beyond-top-level,unused-import
 from .attention_mtf_synthesizer import KernelLayout
@@ -349,7 +350,8 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
         init.zeros_(module.alpha_logits)
     elif isinstance(module, MtfSynthesizerFunction):
       draw = {"normal": normal, "uniform": uniform,
-              "zeros": lambda tensor, _: init.zeros_(tensor)}
+              "zeros": lambda tensor, _: init.zeros_(tensor),
+              "constant": init.constant_}
       for name, (kind, scale) in module.initializers(config).items():
         draw[kind](getattr(module, name), scale)
 
@@ -423,6 +425,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     """[t, s] buckets -> [1, heads, t, s] float32 (one embedding lookup)."""
     return table(buckets).permute(2, 0, 1)[None].float()
 
+  @can_return_tuple
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -433,7 +436,6 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               past_key_values: Optional[Cache] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              return_dict: Optional[bool] = None,
               **kwargs) -> BaseModelOutputWithPastAndCrossAttentions:
     """Runs the stack.
 
@@ -453,7 +455,6 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
         config's).
       output_hidden_states: return each block's input and the output (None:
         the config's).
-      return_dict: a ModelOutput, else a tuple (None: the config's).
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
@@ -585,10 +586,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     x = self.dropout(self.final_layer_norm(x))
     if output_hidden_states:
       hidden_states += (x,)
-    return _returned(BaseModelOutputWithPastAndCrossAttentions(
+    return BaseModelOutputWithPastAndCrossAttentions(
         last_hidden_state=x, past_key_values=past_key_values,
         hidden_states=hidden_states, attentions=attentions,
-        cross_attentions=cross_attentions), return_dict, config)
+        cross_attentions=cross_attentions)
 
 
 def _static_length(cache: Optional[Cache]) -> Optional[int]:
@@ -708,24 +709,6 @@ def _output_flags(config: MtfSynthesizerConfig,
   return bool(output_attentions), bool(output_hidden_states)
 
 
-def _returned(output: ModelOutput, return_dict: Optional[bool],
-              config: MtfSynthesizerConfig) -> Union[ModelOutput, Tuple]:
-  """The output as the call asks: a ModelOutput, or its tuple.
-
-  Args:
-    output: the forward's output.
-    return_dict: the call's argument; None: the config's `return_dict`.
-    config: the model's configuration.
-
-  Returns:
-    `output`, or `output.to_tuple()` (its fields that are not None, in
-    order) where return_dict is False.
-  """
-  if return_dict is None:
-    return_dict = config.return_dict
-  return output if return_dict else output.to_tuple()
-
-
 def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
   """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
 
@@ -798,6 +781,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
     del modality
     return self.encoder
 
+  @can_return_tuple
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -810,7 +794,6 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              return_dict: Optional[bool] = None,
               **kwargs) -> Union[Seq2SeqModelOutput, Tuple]:
     """Encodes (unless encoder_outputs are given) and decodes.
 
@@ -828,7 +811,6 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
       output_attentions: return the attention weights (None: the
         config's).
       output_hidden_states: return the hidden states (None: the config's).
-      return_dict: a ModelOutput, else a tuple (None: the config's).
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
@@ -859,7 +841,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         encoder_attention_mask=attention_mask,
         past_key_values=past_key_values, output_attentions=output_attentions,
         output_hidden_states=output_hidden_states, return_dict=True)
-    return _returned(Seq2SeqModelOutput(
+    return Seq2SeqModelOutput(
         last_hidden_state=decoded.last_hidden_state,
         past_key_values=past_key_values,
         decoder_hidden_states=decoded.hidden_states,
@@ -867,8 +849,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         cross_attentions=decoded.cross_attentions,
         encoder_last_hidden_state=memory,
         encoder_hidden_states=getattr(encoder_outputs, "hidden_states", None),
-        encoder_attentions=getattr(encoder_outputs, "attentions", None)),
-                     return_dict, config)
+        encoder_attentions=getattr(encoder_outputs, "attentions", None))
 
 
 class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
@@ -905,6 +886,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   def get_decoder(self):
     return self.model.decoder
 
+  @can_return_tuple
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -918,7 +900,6 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              return_dict: Optional[bool] = None,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs) -> Union[Seq2SeqLMOutput, Tuple]:
     """Logits of the decoder inputs (teacher forcing or a decoding step).
@@ -960,14 +941,14 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
                        self.config.z_loss if self.training else 0.0,
                        self.config.loss_denominator == "positions",
                        num_items_in_batch)
-    return _returned(Seq2SeqLMOutput(
+    return Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
         decoder_hidden_states=out.decoder_hidden_states,
         decoder_attentions=out.decoder_attentions,
         cross_attentions=out.cross_attentions,
         encoder_last_hidden_state=out.encoder_last_hidden_state,
         encoder_hidden_states=out.encoder_hidden_states,
-        encoder_attentions=out.encoder_attentions), return_dict, self.config)
+        encoder_attentions=out.encoder_attentions)
 
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
@@ -1049,6 +1030,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     return torch.ones(inputs_tensor.shape[:2], dtype=torch.long,
                       device=inputs_tensor.device)
 
+  @can_return_tuple
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1059,7 +1041,6 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
               output_hidden_states: Optional[bool] = None,
-              return_dict: Optional[bool] = None,
               shift_labels: Optional[torch.LongTensor] = None,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs) -> Union[CausalLMOutputWithPast, Tuple]:
@@ -1080,7 +1061,6 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
       use_cache: keep and return a cache.
       output_attentions: return the attention weights (None: the config's).
       output_hidden_states: return the hidden states (None: the config's).
-      return_dict: a ModelOutput, else a tuple (None: the config's).
       shift_labels: the targets already shifted: the token each position
         predicts (-100 ignored). Given with labels, the loss is computed on
         shift_labels, as transformers' causal LMs do (its Trainer passes
@@ -1124,10 +1104,9 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                        config.z_loss if self.training else 0.0,
                        config.loss_denominator == "positions",
                        num_items_in_batch)
-    return _returned(CausalLMOutputWithPast(
+    return CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
-        hidden_states=out.hidden_states, attentions=out.attentions),
-                     return_dict, config)
+        hidden_states=out.hidden_states, attentions=out.attentions)
 
 
 # A model saved from Python carries this code beside its weights, as an

@@ -2,14 +2,11 @@
 # Licensed under the Apache License, Version 2.0.
 """Training as mesh trains: its loss, Adafactor and learning-rate schedule."""
 
-from typing import Optional, Tuple, Union
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 from torch import nn
 from transformers.optimization import Adafactor
-
-# pylint: disable-next=relative-beyond-top-level
-from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 
 
 def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
@@ -69,13 +66,26 @@ def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
 MIN_DIM_SIZE_TO_FACTOR = 128
 
 
-def _mesh_shape(name: str, parameter: torch.Tensor,
-                config: MtfSynthesizerConfig) -> Tuple[int, ...]:
-  """The shape mesh gives the variable of a parameter (up to order)."""
-  if name.endswith(".w1.weight"):  # D's, FD's [d_model, heads, hidden]
-    return (parameter.shape[1], config.num_heads,
-            parameter.shape[0] // config.num_heads)
-  return tuple(parameter.shape)
+def mesh_shapes(model: nn.Module) -> Dict[str, Tuple[int, ...]]:
+  """mesh's shape of each parameter (up to order), by name.
+
+  A parameter's own shape, but where a module declares mesh's
+  (`mesh_shapes()`: D's and FD's first layer, [d_model, heads, hidden] in
+  mesh, [heads * hidden, d_model] here).
+
+  Args:
+    model: the model.
+
+  Returns:
+    Parameter name -> shape.
+  """
+  shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+  for prefix, module in model.named_modules():
+    declared = getattr(module, "mesh_shapes", None)
+    if callable(declared):
+      for name, shape in declared().items():
+        shapes[prefix + "." + name if prefix else name] = tuple(shape)
+  return shapes
 
 
 def mesh_factored(mesh_shape: Tuple[int, ...],
@@ -120,10 +130,10 @@ class MeshAdafactor(Adafactor):
       learning_rate: the base rate (the schedule multiplies it).
     """
     groups = {True: [], False: []}
+    shapes = mesh_shapes(model)
     for name, parameter in model.named_parameters():
       if parameter.requires_grad:
-        shape = _mesh_shape(name, parameter, model.config)
-        groups[mesh_factored(shape, tuple(parameter.shape))].append(
+        groups[mesh_factored(shapes[name], tuple(parameter.shape))].append(
             parameter)
     super().__init__(
         [{"params": p, "factored": f} for f, p in groups.items() if p],
