@@ -64,13 +64,44 @@ def causal_lm(components: Sequence[str], seed: int = 0, **fields):
       config(components, causal_lm=True, **fields))
 
 
+def weights(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+  """Every weight by name: the parameters and the persistent floating
+  buffers (Fix's table), as `state_dict` names them (a tied weight under
+  each of its names)."""
+  return {name: tensor
+          for name, tensor in model.state_dict(keep_vars=True).items()
+          if tensor.is_floating_point()}
+
+
 def perturb(model: torch.nn.Module, seed: int = 1) -> torch.nn.Module:
-  """Gives the weights mesh starts at zero random values (so they count)."""
+  """Gives every weight new random values at its own scale (so each counts).
+
+  A weight that varies is drawn again from the normal of its mean and
+  standard deviation; a constant one c (mesh's zeros, the norms' ones)
+  becomes c + max(|c|, 1) N(0, 1). A tied weight is drawn once.
+
+  Args:
+    model: the model (changed in place).
+    seed: draws the values.
+
+  Returns:
+    The model.
+  """
   generator = torch.Generator().manual_seed(seed)
+  done = set()
   with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(ZERO_INITIALIZED):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    for tensor in weights(model).values():
+      if id(tensor) in done:
+        continue
+      done.add(id(tensor))
+      values = tensor.detach().double()
+      mean = float(values.mean())
+      spread = float(values.std()) if values.numel() > 1 else 0.0
+      if spread == 0.0:
+        spread = max(abs(mean), 1.0)
+      noise = torch.randn(tensor.shape, generator=generator,
+                          dtype=torch.float64)
+      tensor.copy_(mean + spread * noise)
   return model
 
 
@@ -122,7 +153,7 @@ def random_model(modeling: types.ModuleType, components: Sequence[str],
     modeling: the modeling module whose classes build it (the package's).
     components: the synthesizing functions of every self-attention.
     causal_lm: one causal stack, else an encoder-decoder.
-    seed: draws the weights (the zero-initialized ones too: `perturb`).
+    seed: draws the weights (every one at random: `perturb`).
     **fields: fields that differ from the tiny ones.
 
   Returns:
