@@ -373,6 +373,10 @@ def _bad_inputs(head):
       ("attention_mask", {"attention_mask": torch.ones(2, 5)}),
       ("attention_mask", {"attention_mask": torch.ones(3, 6)}),
       ("labels", {"labels": _good(head)["labels"].float()}),
+      ("labels", {"labels": _good(head)["labels"] + tiny_models.VOCAB}),
+      ("inputs_embeds", {"input_ids": None,
+                         "inputs_embeds": torch.ones(2, 6, 32).long()}),
+      ("num_items_in_batch", {"num_items_in_batch": 0}),
   ]
   if head == "causal_lm":
     cases += [

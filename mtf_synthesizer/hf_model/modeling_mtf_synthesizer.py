@@ -24,6 +24,7 @@ attention mask, token id 0 marks the inputs' padding; a masked logit gets
 """
 
 import copy
+import functools
 import math
 import os
 from typing import Dict, Optional, Tuple, Union
@@ -642,10 +643,11 @@ def _check_ids(name: str, ids: torch.Tensor) -> None:
 
 def _check_embeds(name: str, embeds: torch.Tensor, width: int) -> None:
   """Raises ValueError unless embeds are a non-empty [batch, length, width]."""
-  if embeds.dim() != 3 or embeds.shape[-1] != width or embeds.numel() == 0:
+  if (embeds.dim() != 3 or embeds.shape[-1] != width or
+      embeds.numel() == 0 or not embeds.is_floating_point()):
     raise ValueError("%s must be a non-empty [batch, length, d_model=%d] "
-                     "tensor, got shape %s" % (name, width,
-                                               tuple(embeds.shape)))
+                     "tensor of floats, got shape %s, %s" % (
+                         name, width, tuple(embeds.shape), embeds.dtype))
 
 
 def _embed(embedding: nn.Embedding, ids: torch.Tensor,
@@ -916,12 +918,13 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     """
     if labels is not None:
       _check_labels("labels", labels)
-    if decoder_input_ids is None and decoder_inputs_embeds is None:
+    from_labels = decoder_input_ids is None and decoder_inputs_embeds is None
+    if from_labels:
       if labels is None:
         raise ValueError("give decoder_input_ids or labels")
       decoder_input_ids = self._shift_right(labels)
-    out = self.model(
-        input_ids=input_ids, attention_mask=attention_mask,
+    model = functools.partial(
+        self.model, input_ids=input_ids, attention_mask=attention_mask,
         decoder_input_ids=decoder_input_ids,
         decoder_attention_mask=decoder_attention_mask,
         encoder_outputs=encoder_outputs, past_key_values=past_key_values,
@@ -930,6 +933,17 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
         output_attentions=output_attentions,
         output_hidden_states=output_hidden_states, return_dict=True,
         **kwargs)
+    if from_labels and not (torch.compiler.is_compiling() or
+                            torch.jit.is_tracing()):
+      try:
+        out = model()
+      except ValueError as error:  # the decoder's inputs are the labels'
+        if "decoder_input_ids" not in str(error):
+          raise
+        raise ValueError("labels, shifted right into decoder_input_ids: %s" %
+                         error) from None
+    else:
+      out = model()
     hidden = out.last_hidden_state
     if self.config.tie_word_embeddings:
       hidden = hidden * self.config.d_model**-0.5

@@ -37,14 +37,22 @@ def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
     raise ValueError(
         "num_items_in_batch counts tokens; loss_denominator='positions' "
         "divides by batch x length (mesh's): give one or the other")
+  if isinstance(num_items_in_batch, (int, float)) and num_items_in_batch <= 0:
+    raise ValueError("num_items_in_batch must be a count of tokens > 0, got "
+                     "%r" % (num_items_in_batch,))
   positions = labels.numel()
   logits = logits.float().reshape(-1, logits.shape[-1])
   labels = labels.reshape(-1)
   keep = labels != -100
   # One pass over the vocabulary: cross entropy, then log(Z) from it and
   # the label's logit (log Z = logit_y - log p_y = logit_y + xent).
-  per_token = nn.functional.cross_entropy(logits, labels, ignore_index=-100,
-                                          reduction="none")
+  try:
+    per_token = nn.functional.cross_entropy(
+        logits, labels, ignore_index=-100, reduction="none")
+  except IndexError:  # a CPU's report (CUDA's is a device-side assertion)
+    raise ValueError(
+        "labels hold an id outside the vocabulary [0, %d) (or -100: "
+        "ignored)" % logits.shape[-1]) from None
   if z_loss:
     log_z = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0] + per_token
     per_token = per_token + z_loss * (log_z.square() * keep)
