@@ -51,3 +51,27 @@ def test_the_command_converts_and_refuses_factorized(tmp_path, capsys):
   assert command.main(["--input", broken, "--output", out + "2",
                        "--num_heads", "2"]) == 2
   assert "broken 'factorized' mode" in capsys.readouterr().err
+
+
+def test_a_missing_input_is_named(tmp_path, capsys):
+  """No checkpoint at --input (a prefix, an empty directory): status 2 and
+  its path, no TensorFlow traceback."""
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  for missing in (str(tmp_path / "nowhere" / "model.ckpt-5"), str(empty)):
+    assert command.main(["--input", missing, "--output",
+                         str(tmp_path / "out" / "m"), "--num_heads=2"]) == 2
+    error = capsys.readouterr().err
+    assert missing in error, error
+  assert not (tmp_path / "out").exists()
+
+
+def test_a_cut_input_is_named(tmp_path, capsys):
+  src = tool.write_checkpoint(
+      {"encoder/block_000/layer_000/Synthesizer/R":
+           np.ones([64, 2, 64], np.float32)}, str(tmp_path / "in" / "m"))
+  (data,) = (tmp_path / "in").glob("m.data-*")
+  data.write_bytes(data.read_bytes()[:100])
+  assert command.main(["--input", src, "--output",
+                       str(tmp_path / "out" / "m"), "--num_heads=2"]) == 2
+  assert src in capsys.readouterr().err

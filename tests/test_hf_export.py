@@ -527,8 +527,9 @@ def test_module_import_finds_a_user_tasks_vocabulary(tmp_path, capsys,
         model_dir, str(out), "--module_import=" + module]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["tokenizer"] == "ByT5Tokenizer", summary
-    assert conftest.run_tool("export_hf.py", [
-        model_dir, str(out), "--module_import=no_such_module_here"]) == 2
+    assert conftest.run_tool("export_hf.py", [  # out holds the export now
+        model_dir, str(tmp_path / "out2"),
+        "--module_import=no_such_module_here"]) == 2
     assert "no_such_module_here" in capsys.readouterr().err
   finally:
     if task in seqio.TaskRegistry.names():

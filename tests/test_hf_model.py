@@ -164,8 +164,11 @@ def test_only_the_exported_model_code_imports_torch():
         if name.endswith(".py") and "torch" in _imported_packages(path):
           importers.add(os.path.relpath(path, conftest.REPO))
   assert importers == {
+      "mtf_synthesizer/hf_model/attention_mtf_synthesizer.py",
+      "mtf_synthesizer/hf_model/functions_mtf_synthesizer.py",
       "mtf_synthesizer/hf_model/modeling_mtf_synthesizer.py",
-      "mtf_synthesizer/hf_model/t5_conversion_mtf_synthesizer.py"}
+      "mtf_synthesizer/hf_model/t5_conversion_mtf_synthesizer.py",
+      "mtf_synthesizer/hf_model/training_mtf_synthesizer.py"}
   # The names module is NumPy only (the exporter, without torch, uses it).
   assert "torch" not in _imported_packages(torch_names.__file__)
 

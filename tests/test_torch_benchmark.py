@@ -6,7 +6,8 @@ Checks the report's structure (every requested model, T5 and V always, the
 device line, the table's columns), that the figures are positive, the saved
 activations' count (each storage once, weights left out), the operator
 count (every operator once, the backward's too; the same at every run; a
-decoder layer of V no costlier to the host than one of T5), that the
+decoder layer of V no costlier to the host than one of T5), the MFU
+column (the step's FLOPs per second over the run's matmul peak), that the
 workbench module runs without TensorFlow or the package, and the CLI. It
 makes no claim about speed.
 """
@@ -27,6 +28,7 @@ from transformers.generation import utils as generation_utils
 
 import conftest
 from workbench import torch_benchmark
+from workbench import torch_benchmark_measure
 
 TINY = torch_benchmark.Dims(
     d_model=32, num_heads=2, d_kv=16, d_ff=64, num_layers=1,
@@ -40,7 +42,7 @@ TINY_FLAGS = ["--device", "cpu", "--d_model", "32", "--num_heads", "2",
               "2", "--input_length", "16", "--target_length", "8",
               "--new_tokens", "4", "--steps", "1", "--warmup", "1",
               "--rounds", "1", "--generate_repeats", "1"]
-COLUMNS = 18
+COLUMNS = 19
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +75,14 @@ def test_report_has_every_requested_model_and_positive_figures(report):
     assert r["saved_bytes"] > 0 and r["saved_bytes_vs_v"] > 0, r["label"]
     assert r["train_ops"] > 0 and r["train_ops_vs_v"] > 0, r["label"]
     assert r["decode_ops_per_step"] > 0, r["label"]
+    assert r["train_flops"] == sum(r["train_flops_terms"].values()) > 0
+    # MFU: the step's FLOPs per second over the run's matmul peak.
+    assert r["mfu"] == pytest.approx(
+        r["train_flops"] / r["step_s"] /
+        report["matmul_peak"]["flops_per_s"]), r["label"]
+    assert r["mfu"] > 0, r["label"]
+  assert report["matmul_peak"]["dtype"] == "float32"
+  assert report["matmul_peak"]["flops_per_s"] > 0
   by_label = {r["label"]: r for r in results}
   assert by_label["T5"]["train_steps_per_s_vs_t5"] == 1.0
   assert by_label["V"]["train_steps_per_s_vs_v"] == 1.0
@@ -96,12 +106,19 @@ def test_markdown_names_the_device_and_has_a_row_per_model(report):
   for row in body:
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert len(cells) == COLUMNS, row
-    steps, tokens = float(cells[3]), float(cells[6])
+    steps, tokens = float(cells[3]), float(cells[7])
     assert steps > 0 and tokens > 0, row
-    assert cells[9] == "n/a", row  # peak memory on CPU
-    assert float(cells[11]) > 0 and cells[12].endswith("x"), row
-    assert float(cells[14]) > 0 and cells[15].endswith("x"), row
-    assert float(cells[16]) > 0 and cells[17].endswith("x"), row
+    assert header.split("|")[7].strip() == "MFU"
+    label = cells[0]
+    mfu = [r["mfu"] for r in report["results"] if r["label"] == label][0]
+    assert cells[6] == "%.1f%%" % (100 * mfu), row
+    assert cells[10] == "n/a", row  # peak memory on CPU
+    assert float(cells[12]) > 0 and cells[13].endswith("x"), row
+    assert float(cells[15]) > 0 and cells[16].endswith("x"), row
+    assert float(cells[17]) > 0 and cells[18].endswith("x"), row
+  assert re.search(r"^- MFU: .+ matmul peak measured in this run: "
+                   r"[0-9.]+ [GT]FLOP/s \(1024 x 1024 float32 matmul\)$",
+                   text, re.M), text
 
 
 def test_unknown_model_is_refused():
@@ -302,7 +319,7 @@ def test_generate_with_a_static_cache(capsys, monkeypatch):
   rows = [line for line in text.splitlines() if line.startswith("|")][2:]
   assert [row.split("|")[1].strip() for row in rows] == ["T5", "V", "R+V"]
   for row in rows:
-    assert float(row.split("|")[7]) > 0, row  # generate tokens/s
+    assert float(row.split("|")[8]) > 0, row  # generate tokens/s
   # Each of the 3 models' warmup and timed call: a self-attention cache
   # and a cross-attention one.
   assert len(made) == 3 * 2 * 2
@@ -350,7 +367,7 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
                                                              capsys):
   """R runs out of memory in round 2: round 1's report is on disk after
   round 1, and the final one has R's error and the others' figures."""
-  train_step = torch_benchmark._train_step
+  train_step = torch_benchmark_measure.train_step
   written = []
 
   def failing(entry, batch, device):
@@ -362,7 +379,7 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
     with open(tmp_path / "torch_benchmark.json") as f:
       written.append(json.load(f))
 
-  monkeypatch.setattr(torch_benchmark, "_train_step", failing)
+  monkeypatch.setattr(torch_benchmark_measure, "train_step", failing)
   run = torch_benchmark.run
   monkeypatch.setattr(torch_benchmark, "run", lambda *a, **k: run(
       *a, **dict(k, progress=lambda r: (k["progress"](r), dump(r)))))

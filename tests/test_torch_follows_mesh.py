@@ -12,11 +12,28 @@ trains on the same batches with the README's recipe, `model.mesh_optimizer()`
 and mesh's loss normalization (`loss_denominator="positions"`).
 Each step's loss must agree within LOSS_TOLERANCE (relative).
 
-The same start also checks `_init_weights`: a model from the same config
-draws every weight with mesh's distribution (its standard deviation within
-INIT_TOLERANCE of mesh's, per weight of more than 1000 values).
+The same graph also checks `_init_weights`, weight by weight, every weight
+of every function of the table included, the small ones too: mesh's
+initializers are run again until each weight has SAMPLES values pooled
+from its draws (DRAWS at most), and a model from the same config is drawn
+as often. PyTorch declares each weight's initializer (the calls of
+transformers' initialization functions that `_init_weights` makes,
+`tiny_models.declared_initializers`); both mesh's and PyTorch's pooled
+values must come from it. A constant (the norms' ones, mesh's zeros) is
+compared exactly: every draw of mesh and of PyTorch is that constant. A
+random weight's pooled values pass, on each side, a Kolmogorov-Smirnov test
+against the declared distribution and tests of its mean, variance and
+kurtosis within Z standard errors, and lie within a bounded one's limits
+(mesh's bfloat16 variables may round a limit up by half a step): a
+standard deviation 10% off, a normal where mesh truncates, a uniform where
+mesh draws a normal all fail (test_the_initializer_test_can_fail). No
+weight is seeded alike in both (mesh draws with TensorFlow's generator),
+so none is compared value by value but the constants.
 """
 
+import collections
+import functools
+import math
 import os
 
 import gin
@@ -26,12 +43,15 @@ from mesh_tensorflow.transformer import transformer
 from mesh_tensorflow.transformer import utils as mtf_utils
 import numpy as np
 import pytest
+from scipy import stats
 import t5.models
 import tensorflow.compat.v1 as tf
 
 import conftest
 import lowering as lowering_lib
+import tiny_models
 from mtf_synthesizer.export import hf_export
+from mtf_synthesizer.export import torch_names
 from mtf_synthesizer.jobs import commands
 
 # Builds and trains a mesh model per variant: `make test-fast` skips it.
@@ -45,7 +65,15 @@ LENGTH = 16
 BATCH = 4
 STEPS = 6
 LOSS_TOLERANCE = 1e-5
-INIT_TOLERANCE = 0.1
+# The initializers' test: values pooled per weight, at most DRAWS draws;
+# the moments' bound in standard errors; the Kolmogorov-Smirnov test's
+# level.
+SAMPLES = 8192
+DRAWS = 128
+Z = 5.0
+KS_LEVEL = 1e-6
+# mesh's stacks (a bitransformer's) -> the PyTorch model's prefixes.
+STACKS = {"encoder": "model.encoder", "decoder": "model.decoder"}
 SIZES = ["d_model = 128", "num_layers = 1", "d_ff = 256", "num_heads = 2",
          "d_kv = 64", "dropout_rate = 0.0",
          "SynthesizerAttention.max_length = %d" % LENGTH,
@@ -119,15 +147,29 @@ def _mesh_training(root, name):
         sess.run(tf.global_variables_initializer())
         sess.run(lowering.copy_masters_to_slices())
         saver.save(sess, str(model_dir / "model.ckpt"), global_step=0)
+        first = _small(masters, 1)
+        draws = {v.op.name: [value]
+                 for v, value in zip(first, sess.run(first))}
         for batch in _batches():
           value, _ = sess.run([tf_loss, train_op], dict(zip(fed, batch)))
           losses.append(float(value))
+        for draw in range(1, DRAWS):
+          again = _small(masters, draw + 1)
+          sess.run([v.initializer for v in again])
+          for v, value in zip(again, sess.run(again)):
+            draws[v.op.name].append(value)
     operative = gin.operative_config_str()
   finally:
     gin.clear_config()
   (model_dir / "operative_config.gin").write_text(
       operative + "\nutils.run.model_type = 'bitransformer'\n")
-  return model_dir, losses
+  return model_dir, losses, draws
+
+
+def _small(variables, draws):
+  """The floating variables that need `draws` draws for SAMPLES values."""
+  return [v for v in variables if v.dtype.base_dtype.is_floating and
+          v.shape.num_elements() * (draws - 1) < SAMPLES]
 
 
 def _torch_training(export_dir):
@@ -155,12 +197,13 @@ def runs(tmp_path_factory):
   root = tmp_path_factory.mktemp("follows")
   out = {}
   for name in NAMES:
-    model_dir, mesh_losses = _mesh_training(root, name)
+    model_dir, mesh_losses, draws = _mesh_training(root, name)
     export_dir = root / (name + "_hf")
     hf_export.export(str(model_dir), str(export_dir), vocabulary="byte")
     model, torch_losses = _torch_training(str(export_dir))
     out[name] = {"mesh": mesh_losses, "torch": torch_losses,
-                 "config": model.config, "start": str(export_dir)}
+                 "config": model.config, "start": str(export_dir),
+                 "mesh_draws": draws}
   return out
 
 
@@ -195,22 +238,155 @@ def test_the_comparison_can_fail(runs):
       runs[name]["mesh"][2])
 
 
+def _by_torch_name(mesh_draws, num_heads):
+  """mesh's draws of each variable as PyTorch weights: name -> [arrays]."""
+  out = collections.defaultdict(list)
+  for mesh_name, values in mesh_draws.items():
+    for value in values:
+      found = torch_names.torch_weight(mesh_name, value, num_heads, STACKS)
+      if found is not None:
+        out[found[0]].append(np.asarray(found[1], np.float64))
+  return out
+
+
+def _distribution(spec):
+  """scipy's distribution of a declared initializer (not a constant)."""
+  kind, parameters = spec
+  if kind == "normal":
+    mean, std = parameters
+    return stats.norm(mean, std)
+  if kind == "trunc_normal":
+    mean, std, low, high = parameters
+    return stats.truncnorm((low - mean) / std, (high - mean) / std, mean,
+                           std)
+  if kind == "uniform":
+    low, high = parameters
+    return stats.uniform(low, high - low)
+  raise ValueError("no distribution for %s" % (spec,))
+
+
+def _drawn_from(values, spec):
+  """Why the pooled values do not come from `spec` (a list, empty if they do).
+
+  Args:
+    values: the values [n] (float64).
+    spec: a declared initializer, ("normal", (mean, std)), ...
+
+  Returns:
+    The failed tests, described.
+  """
+  if spec[0] == "constant":
+    wrong = values[values != spec[1][0]]
+    return ["%d values are not %g, e.g. %s" % (
+        wrong.size, spec[1][0], wrong[:3])] if wrong.size else []
+  distribution = _distribution(spec)
+  n = values.size
+  mean, variance = float(distribution.mean()), float(distribution.var())
+  kurtosis = float(distribution.stats(moments="k")) + 3.0
+  centered = values - values.mean()
+  found_variance = float(np.mean(centered**2))
+  found_kurtosis = float(np.mean(centered**4)) / found_variance**2 if (
+      found_variance) else 0.0
+  out = []
+  if abs(values.mean() - mean) > Z * math.sqrt(variance / n):
+    out.append("mean %g, not %g" % (values.mean(), mean))
+  # A sample variance's relative standard error: sqrt((kurtosis - 1) / n).
+  if abs(found_variance / variance - 1) > Z * math.sqrt((kurtosis - 1) / n):
+    out.append("standard deviation %g, not %g" % (
+        math.sqrt(found_variance), math.sqrt(variance)))
+  # The normal's standard error (24 / n)^1/2 bounds the flatter ones'.
+  if abs(found_kurtosis - kurtosis) > Z * math.sqrt(24.0 / n):
+    out.append("kurtosis %g, not %g" % (found_kurtosis, kurtosis))
+  # mesh keeps its variables in bfloat16 (mesh's default master dtype): a
+  # limit may round up by half of bfloat16's step (2^-8 relative).
+  low, high = distribution.support()
+  slack = 2**-8 * max(abs(low), abs(high))
+  if values.min() < low - slack or values.max() > high + slack:
+    out.append("values in [%g, %g], outside [%g, %g]" % (
+        values.min(), values.max(), low, high))
+  p = stats.kstest(values, distribution.cdf).pvalue
+  if p < KS_LEVEL:
+    out.append("Kolmogorov-Smirnov p = %.2g" % p)
+  return out
+
+
+def test_the_initializer_test_can_fail():
+  """At SAMPLES values (the fewest a random weight pools), `_drawn_from`
+  passes draws of the declared initializer and fails a standard deviation
+  10% off, a plain normal where it is truncated at two standard
+  deviations, a uniform of the same standard deviation where it is a
+  normal, a uniform limit 5% wide, and a constant 1e-6 off."""
+  rng = np.random.RandomState(0)
+  n = SAMPLES
+  normal = ("normal", (0.0, 0.5))
+  truncated = ("trunc_normal", (0.0, 0.5, -1.0, 1.0))
+  uniform = ("uniform", (-0.3, 0.3))
+  for spec in (normal, truncated, uniform):
+    assert not _drawn_from(_distribution(spec).rvs(n, random_state=rng),
+                           spec), spec
+  assert not _drawn_from(np.ones(n), ("constant", (1.0,)))
+  wrong = [(rng.normal(0.0, 0.5 * 1.1, n), normal),
+           (rng.normal(0.0, 0.5, n), truncated),
+           (rng.uniform(-0.5 * 3**0.5, 0.5 * 3**0.5, n), normal),
+           (rng.uniform(-0.3 * 1.05, 0.3 * 1.05, n), uniform),
+           (np.full(n, 1.0 + 1e-6), ("constant", (1.0,)))]
+  for values, spec in wrong:
+    assert _drawn_from(values, spec), spec
+
+
+def _needed(size):
+  """Draws for SAMPLES values of a weight of `size` values (DRAWS at most)."""
+  return min(DRAWS, -(-SAMPLES // size))
+
+
+def _values(model, draw):
+  """The model's weights that need a draw `draw` (0: all), as arrays."""
+  return {key: tensor.detach().double().numpy()
+          for key, tensor in tiny_models.weights(model).items()
+          if _needed(tensor.numel()) > draw}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_init_draws_as_mesh(runs, name):
-  """from_config's weights have mesh's spread, weight by weight."""
+  """Every weight of from_config's model is drawn as mesh draws it."""
   config = runs[name]["config"]
   start = transformers.AutoModelForSeq2SeqLM.from_pretrained(
       runs[name]["start"], trust_remote_code=True)
+  exported = tiny_models.weights(start)
+  mesh = _by_torch_name(runs[name]["mesh_draws"], config.num_heads)
+  # The draws are named as the export names the start: the first is it.
+  for key, values in mesh.items():
+    np.testing.assert_array_equal(values[0], exported[key].detach().numpy(),
+                                  err_msg=key)
   torch.manual_seed(0)
-  fresh = type(start)(config)
-  mesh_weights = dict(start.state_dict())
-  compared = 0
-  for key, value in fresh.state_dict().items():
-    reference = mesh_weights[key]
-    if reference.numel() < 1000:
+  fresh, declared = tiny_models.declared_initializers(
+      functools.partial(type(start), config))
+  drawn = [_values(fresh, 0)]
+  for seed in range(1, DRAWS):
+    torch.manual_seed(seed)
+    drawn.append(_values(type(start)(config), seed))
+  assert sorted(declared) == sorted(exported)
+  failures = []
+  for key, tensor in exported.items():
+    if len(declared[key]) != 1:
+      failures.append("%s: initializers %s" % (key, declared[key]))
       continue
-    ours, theirs = float(value.std()), float(reference.std())
-    assert ours == pytest.approx(theirs, rel=INIT_TOLERANCE), key
-    assert float(value.mean()) == pytest.approx(0.0, abs=0.1 * theirs), key
-    compared += 1
-  assert compared >= 8
+    (spec,) = declared[key]
+    draws = _needed(tensor.numel())
+    # A tied weight's draws are under one of its names (the shared
+    # embedding's, model.shared.weight); under the others, the start.
+    mesh_draws = mesh.get(key) or [tensor.detach().numpy()]
+    mesh_draws = mesh_draws[:draws]
+    if draws > 1 and len(mesh_draws) < draws:
+      failures.append("%s: %d of mesh's draws" % (key, len(mesh_draws)))
+    pools = {"mesh": mesh_draws, "PyTorch": [d[key] for d in drawn[:draws]]}
+    for side, arrays in pools.items():
+      values = np.concatenate([np.ravel(a) for a in arrays]).astype(
+          np.float64)
+      if spec[0] != "constant" and values.size < SAMPLES:
+        failures.append("%s (%s): only %d values" % (key, side, values.size))
+      for why in _drawn_from(values, spec):
+        failures.append("%s (%s, %d values) declared %s: %s" % (
+            key, side, values.size, spec, why))
+  assert not failures, "\n".join(failures)
+  assert len(exported) >= 8

@@ -51,9 +51,9 @@ def _contributions(components, cuda=False):
   out = set()
   for name in components:
     function = functions[name]
-    if function is None:
+    if function.needs_keys:
       out.add("columns")
-    elif cuda and function.batch_free:
+    elif cuda and function.input_independent:
       out.add("bias")
     else:
       out.add(function.contributes)
@@ -61,10 +61,10 @@ def _contributions(components, cuda=False):
 
 
 @pytest.mark.parametrize("name", sorted(
-    n for n, f in model_code.load().FUNCTIONS.items() if f is not None))
-def test_batch_free_is_what_the_logits_are(name):
+    n for n, f in model_code.load().FUNCTIONS.items() if not f.needs_keys))
+def test_input_independent_is_what_the_logits_are(name):
   """A function's logits on a batch of 2 have batch dimension 1 exactly
-  where it declares `batch_free` (every function of FUNCTIONS)."""
+  where it declares `input_independent` (every function of FUNCTIONS)."""
   modeling = model_code.load()
   config = tiny_models.config((name,))
   function = modeling.FUNCTIONS[name](config)
@@ -77,16 +77,16 @@ def test_batch_free_is_what_the_logits_are(name):
   with torch.no_grad():
     logits = function(hidden, queries, modeling.Positions(0, length, length))
   assert logits.shape[1:] == (config.num_heads, length, length)
-  assert logits.shape[0] == (1 if function.batch_free else 2), name
+  assert logits.shape[0] == (1 if function.input_independent else 2), name
 
 
 def _bias_per_example(components):
-  """A function's bias differs per example (FD's: not `batch_free`, which
-  test_batch_free_is_what_the_logits_are checks against the logits)."""
+  """A function's bias differs per example (FD's: not `input_independent`,
+  which test_input_independent_is_what_the_logits_are checks against the
+  logits)."""
   functions = model_code.load().FUNCTIONS
-  return any(functions[name] is not None and
-             functions[name].contributes == "bias" and
-             not functions[name].batch_free for name in components)
+  return any(functions[name].contributes == "bias" and
+             not functions[name].input_independent for name in components)
 
 
 def _relative(actual, expected):
@@ -366,9 +366,9 @@ def _cuda_layout(monkeypatch):
   Returns:
     The (query, key, value) widths of the kernel calls that follow.
   """
-  modeling = model_code.load()
-  monkeypatch.setattr(modeling, "_kernel_layout", lambda is_cuda, has_bias: (
-      modeling.KernelLayout(8, has_bias, True)))
+  attention = model_code.load("attention")
+  monkeypatch.setattr(attention, "_kernel_layout", lambda is_cuda, has_bias: (
+      attention.KernelLayout(8, has_bias, True)))
   calls = []
   kernel = torch.nn.functional.scaled_dot_product_attention
 
@@ -482,7 +482,7 @@ def test_weights_shared_by_the_batch_are_not_copied_per_example(
   matmul's. For every variant of the table whose bias is batch-free."""
   variants = [v for v in VARIANTS if _batch_free_bias(v.components)]
   assert variants
-  modeling = model_code.load()
+  attention = model_code.load("attention")
   batch, heads, length = 3, 2, tiny_models.N
   input_ids = tiny_models.ids((batch, length), 0)
   labels = tiny_models.ids((batch, 4), 1)
@@ -513,7 +513,7 @@ def test_weights_shared_by_the_batch_are_not_copied_per_example(
       out = torch.matmul(weights.expand(value.shape[0], -1, -1, -1), value)
       return out.transpose(1, 2).contiguous(), weights
 
-    monkeypatch.setattr(modeling, "synthesized_attention_forward", copied)
+    monkeypatch.setattr(attention, "synthesized_attention_forward", copied)
     model(input_ids=input_ids, labels=labels).loss.backward()
     monkeypatch.undo()
     tiny_models.assert_close_gradients(ours, tiny_models.gradients(model))

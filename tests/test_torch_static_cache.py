@@ -122,6 +122,20 @@ def test_a_decoder_with_its_own_number_of_blocks_generates(decoder_blocks,
   _assert_same_decoding(got, _generate(model, batch, use_cache=False))
 
 
+@pytest.mark.parametrize("decoder_blocks", [1, 3])
+def test_a_setting_made_on_the_decoder_config_reaches_the_model(
+    decoder_blocks):
+  """generate() sets eos_token_id on get_text_config(decoder=True)."""
+  model = _model(attentions.get("D+V"), "seq2seq",
+                 num_decoder_layers=decoder_blocks)
+  decoder_config = model.config.get_text_config(decoder=True)
+  assert decoder_config.num_hidden_layers == decoder_blocks
+  decoder_config.eos_token_id = 7
+  assert model.config.eos_token_id == 7
+  encoder_config = model.config.get_text_config(encoder=True)
+  assert encoder_config.num_hidden_layers == model.config.num_layers
+
+
 def _fill_unwritten(cache, written, seed=5):
   """Large random keys and values past the written positions of each layer.
   """

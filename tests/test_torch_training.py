@@ -6,11 +6,12 @@ Every input honoured and training flows, at tiny sizes, for every variant
 of the paper's table (`attentions.VARIANTS`, each row's components in both
 stacks):
 
-  * `from_config` gives mesh's initializers (no weight left at zero but
-    those mesh starts at zero; every weight drawn, finite, seed-dependent
-    unless constant by design; every function module declares the
-    initializers of its weights) and learns a toy task in 100 Adafactor
-    steps;
+  * `from_config` initializes every weight as `_init_weights` declares
+    (one initializer each; no weight left at zero but those declared zero;
+    every weight drawn, finite, seed-dependent unless declared constant;
+    every function module declares the initializers of its weights; that
+    they are mesh's is test_torch_follows_mesh.py's test) and learns a toy
+    task in 100 Adafactor steps;
   * a causal LM's left-padded batch generates what each prompt generates
     alone (`attention_mask`, with the cache);
   * `output_attentions` returns the weights each layer used and
@@ -32,6 +33,7 @@ into a package of their own (no TensorFlow, mesh or this package).
 """
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -58,7 +60,6 @@ from mtf_synthesizer import attentions
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
 VOCAB, N = tiny_models.VOCAB, tiny_models.N
-ZERO_INITIALIZED = tiny_models.ZERO_INITIALIZED
 TOLERANCE = tiny_models.TOLERANCE
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -84,10 +85,6 @@ def _repeat_task(batch, seed):
 # from_config: mesh's initializers, and it learns.
 
 
-# Constant by design: mesh starts them at zero (above) or the norms at one.
-CONSTANT = ZERO_INITIALIZED + ("layer_norm.weight",)
-
-
 @contextlib.contextmanager
 def _empty_is_nan():
   """torch.empty fills floating tensors with NaN: an undrawn weight shows."""
@@ -106,25 +103,38 @@ def _empty_is_nan():
     torch.empty = empty
 
 
-def _weights(model):
-  return dict(list(model.named_parameters()) + list(model.named_buffers()))
+def _constants(declared):
+  """The weights `_init_weights` declares constant: name -> the value."""
+  return {name: specs[0][1][0] for name, specs in declared.items()
+          if specs[0][0] == "constant"}
 
 
 @pytest.mark.parametrize("causal_lm", [False, True])
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_from_config_draws_every_weight(variant, causal_lm):
-  """Finite, and two seeds draw differently unless constant by design."""
+  """Each weight has one initializer; finite; two seeds draw differently
+  unless its initializer is a constant (mesh's zeros, the norms' ones), and
+  then both have that constant.
+
+  The initializers are those `_init_weights` calls (`tiny_models.
+  declared_initializers`); that they are mesh's, distribution by
+  distribution, is test_torch_follows_mesh.py's test.
+  """
   build = _causal_lm if causal_lm else _seq2seq
   with _empty_is_nan():
-    first = _weights(build(variant.components, seed=0))
-    second = _weights(build(variant.components, seed=1))
+    first, declared = tiny_models.declared_initializers(
+        functools.partial(build, variant.components, seed=0))
+    second = tiny_models.weights(build(variant.components, seed=1))
+  first = tiny_models.weights(first)
   assert sorted(first) == sorted(second)
+  assert sorted(declared) == sorted(first)
+  constants = _constants(declared)
   for name, tensor in first.items():
-    if not tensor.is_floating_point():
-      continue
+    assert len(declared[name]) == 1, (name, declared[name])
     assert bool(torch.isfinite(tensor).all()), name
-    if name.endswith(CONSTANT):
-      assert bool((tensor == second[name]).all()), name
+    if name in constants:
+      assert bool((tensor == constants[name]).all()), name
+      assert bool((second[name] == constants[name]).all()), name
     else:
       assert not bool((tensor == second[name]).all()), name
 
@@ -134,8 +144,6 @@ def test_every_function_declares_its_initializers():
   modeling = model_code.load()
   config = _config(("dot_product",))
   for name, function in modeling.FUNCTIONS.items():
-    if function is None:
-      continue
     for settings in (dict(synthesizer_use_bias=True),
                      dict(synthesizer_use_bias=False,
                           dense_share_query_projection=True)):
@@ -151,12 +159,15 @@ def test_every_function_declares_its_initializers():
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_from_config_initializes_every_weight(variant):
-  for model in (_seq2seq(variant.components),
-                _causal_lm(variant.components)):
+  """The weights at zero are exactly those declared zero; every buffer
+  (Fix's R) is drawn."""
+  for build in (_seq2seq, _causal_lm):
+    model, declared = tiny_models.declared_initializers(
+        functools.partial(build, variant.components))
     zero = [name for name, p in model.named_parameters()
             if not bool(p.detach().abs().sum())]
     expected = [name for name, _ in model.named_parameters()
-                if name.endswith(ZERO_INITIALIZED)]
+                if _constants(declared).get(name) == 0.0]
     assert zero == expected
     for name, buffer in model.named_buffers():
       if buffer.is_floating_point():  # Fix's R

@@ -4,20 +4,20 @@
 
 The models are built from the model's code as an export carries it
 (`model_code.load()`, no TensorFlow, mesh or this package), or from the
-modeling module given. Standard library and torch only: the TF-free side
-scripts import it too (they put tests/ first on `sys.path`).
+modeling module given. Standard library and torch only (and transformers,
+which the model's code imports): the TF-free side scripts import it too
+(they put tests/ first on `sys.path`).
 """
 
+import inspect
 import types
-from typing import Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 
 import model_code
 
 VOCAB, N = 64, 16  # vocabulary; the tables' positions (synthesizer_max_length)
-# Mesh starts these at zero: D's and FD's biases, a mixture's logits.
-ZERO_INITIALIZED = ("w1.bias", "b2", "ba", "bb", "alpha_logits")
 TOLERANCE = 1e-5
 # random_model's vocabulary (a beam search over every token stays fast).
 RANDOM_MODEL_VOCAB = 48
@@ -64,14 +64,109 @@ def causal_lm(components: Sequence[str], seed: int = 0, **fields):
       config(components, causal_lm=True, **fields))
 
 
+def weights(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+  """Every weight by name: the parameters and the persistent floating
+  buffers (Fix's table), as `state_dict` names them (a tied weight under
+  each of its names)."""
+  return {name: tensor
+          for name, tensor in model.state_dict(keep_vars=True).items()
+          if tensor.is_floating_point()}
+
+
 def perturb(model: torch.nn.Module, seed: int = 1) -> torch.nn.Module:
-  """Gives the weights mesh starts at zero random values (so they count)."""
+  """Gives every weight new random values at its own scale (so each counts).
+
+  A weight that varies is drawn again from the normal of its mean and
+  standard deviation; a constant one c (mesh's zeros, the norms' ones)
+  becomes c + max(|c|, 1) N(0, 1). A tied weight is drawn once.
+
+  Args:
+    model: the model (changed in place).
+    seed: draws the values.
+
+  Returns:
+    The model.
+  """
   generator = torch.Generator().manual_seed(seed)
+  done = set()
   with torch.no_grad():
-    for name, parameter in model.named_parameters():
-      if name.endswith(ZERO_INITIALIZED):
-        parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    for tensor in weights(model).values():
+      if id(tensor) in done:
+        continue
+      done.add(id(tensor))
+      values = tensor.detach().double()
+      mean = float(values.mean())
+      spread = float(values.std()) if values.numel() > 1 else 0.0
+      if spread == 0.0:
+        spread = max(abs(mean), 1.0)
+      noise = torch.randn(tensor.shape, generator=generator,
+                          dtype=torch.float64)
+      tensor.copy_(mean + spread * noise)
   return model
+
+
+# An initializer as `declared_initializers` names it: ("normal", (mean,
+# std)), ("trunc_normal", (mean, std, a, b)), ("uniform", (a, b)) or
+# ("constant", (value,)).
+Initializer = Tuple[str, Tuple[float, ...]]
+# transformers' initialization functions a model's `_init_weights` may
+# call, and the parameters that say what each draws.
+_DRAWS = {"normal_": ("mean", "std"),
+          "trunc_normal_": ("mean", "std", "a", "b"),
+          "uniform_": ("a", "b"), "constant_": ("val",)}
+_CONSTANTS = {"zeros_": 0.0, "ones_": 1.0}
+
+
+def declared_initializers(
+    build: Callable[[], torch.nn.Module]
+) -> Tuple[torch.nn.Module, Dict[str, Tuple[Initializer, ...]]]:
+  """A model built by `build()`, and the initializers it declared.
+
+  While it is built, the calls of transformers' `initialization` functions
+  (those `_init_weights` calls) are recorded, weight by weight.
+
+  Args:
+    build: makes the model (from a config: `post_init` initializes it).
+
+  Returns:
+    (the model, weight name -> the distinct `Initializer`s called on it;
+    `weights` names them, a tied weight under each name). A weight no
+    initializer was called on is absent.
+  """
+  from transformers import initialization  # pylint: disable=g-import-not-at-top
+  calls = {}
+  originals = {name: getattr(initialization, name)
+               for name in list(_DRAWS) + list(_CONSTANTS)}
+
+  def recording(name, original):
+    signature = inspect.signature(original)
+
+    def wrapper(tensor, *args, **kwargs):
+      if name in _CONSTANTS:
+        spec = ("constant", (_CONSTANTS[name],))
+      else:
+        bound = signature.bind(tensor, *args, **kwargs)
+        bound.apply_defaults()
+        spec = (name.rstrip("_") if name != "constant_" else "constant",
+                tuple(float(bound.arguments[p]) for p in _DRAWS[name]))
+      # The tensor is kept: no other takes its id.
+      specs = calls.setdefault(id(tensor), (tensor, []))[1]
+      if spec not in specs:
+        specs.append(spec)
+      return original(tensor, *args, **kwargs)
+
+    return wrapper
+
+  for name, original in originals.items():
+    setattr(initialization, name, recording(name, original))
+  try:
+    model = build()
+  finally:
+    for name, original in originals.items():
+      setattr(initialization, name, original)
+  return model, {name: tuple(calls[id(tensor)][1])
+                 for name, tensor in weights(model).items()
+                 if id(tensor) in calls}
 
 
 def ids(shape, seed: int, low: int = 2, vocab: int = VOCAB) -> torch.Tensor:
@@ -122,7 +217,7 @@ def random_model(modeling: types.ModuleType, components: Sequence[str],
     modeling: the modeling module whose classes build it (the package's).
     components: the synthesizing functions of every self-attention.
     causal_lm: one causal stack, else an encoder-decoder.
-    seed: draws the weights (the zero-initialized ones too: `perturb`).
+    seed: draws the weights (every one at random: `perturb`).
     **fields: fields that differ from the tiny ones.
 
   Returns:

@@ -4,10 +4,12 @@ r"""The PyTorch Synthesizer against transformers' T5: speed and memory.
 
 Every variant of the attention table and transformers'
 `T5ForConditionalGeneration`, at the same dims and attention
-implementation, side by side in one process: training steps/s, greedy
-`generate()` new tokens/s, peak memory (CUDA), the bytes a training
-forward saves for backward and the operators a training step and a
-decoding step dispatch (any device), with ratios to T5 and to V. On
+implementation, side by side in one process: training steps/s and their
+model-FLOPs utilization (MFU: the step's matmul FLOPs over a matmul peak
+timed in the same run), greedy `generate()` new tokens/s, peak memory
+(CUDA), the bytes a training forward saves for backward and the operators
+a training step and a decoding step dispatch (any device), with ratios to
+T5 and to V. On
 CUDA when present (T5-base dims), else on the CPU at small dims. Needs torch
 and transformers only (no TensorFlow). See `workbench/torch_benchmark.py`
 and docs/pytorch_benchmark.md.

@@ -99,16 +99,16 @@ def _batch(device, vocab, batch=3, inputs=20, targets=12):
 @contextlib.contextmanager
 def _narrow_values_fused_only(device: torch.device):
   """The model's kernels for narrower values without math, on CUDA."""
-  modeling = torch_benchmark.load_model_code()
-  backends = modeling.NARROW_VALUE_BACKENDS
+  attention = torch_benchmark.load_model_code("attention")
+  backends = attention.NARROW_VALUE_BACKENDS
   if device.type == "cuda":
-    modeling.NARROW_VALUE_BACKENDS = [
+    attention.NARROW_VALUE_BACKENDS = [
         torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION]
   try:
     with fused_kernels_only(device):
       yield
   finally:
-    modeling.NARROW_VALUE_BACKENDS = backends
+    attention.NARROW_VALUE_BACKENDS = backends
 
 
 def _run(model, batch, implementation, device):

@@ -24,11 +24,27 @@ def read_checkpoint(path: str) -> Dict[str, np.ndarray]:
 
   Returns:
     {name: value}.
+
+  Raises:
+    FileNotFoundError: no checkpoint at path (named).
+    ValueError: a checkpoint whose files cannot be read (named).
   """
   if tf.io.gfile.isdir(path):
-    path = tf.train.latest_checkpoint(path)
-  reader = tf.train.load_checkpoint(path)
-  return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    found = tf.train.latest_checkpoint(path)
+    if not found:
+      raise FileNotFoundError("no checkpoint in the directory %s" % path)
+    path = found
+  elif not (tf.io.gfile.exists(path + ".index") or
+            tf.io.gfile.exists(path)):  # TF2's files, or TF1's one file
+    raise FileNotFoundError("no checkpoint at %s (no %s.index)" % (path,
+                                                                   path))
+  try:
+    reader = tf.train.load_checkpoint(path)
+    return {n: reader.get_tensor(n)
+            for n in reader.get_variable_to_shape_map()}
+  # A data file cut short gives IndexError "Read less bytes than requested".
+  except (tf.errors.OpError, IndexError, RuntimeError) as e:
+    raise ValueError("cannot read the checkpoint %s: %s" % (path, e)) from None
 
 
 def write_checkpoint(values: Dict[str, np.ndarray], path: str) -> str:
@@ -60,6 +76,11 @@ def convert(input_path: str, output_path: str, num_heads: int) -> str:
 
   Returns:
     The prefix written.
+
+  Raises:
+    FileNotFoundError: no checkpoint at input_path (named).
+    ValueError: input_path's files cannot be read, or its variables cannot
+      be converted.
   """
   values = read_checkpoint(input_path)
   converted = release.convert_variables(values, num_heads=num_heads)

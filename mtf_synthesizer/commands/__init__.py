@@ -13,6 +13,9 @@
                                  of the original release's layer to this
                                  package's names (`checkpoints.release`)
 
+export_hf and from_t5 write their output directory whole or not at all
+(`whole_dir`).
+
 Each also runs as `python -m mtf_synthesizer.commands.<module>`; the
 checkout's `tools/` scripts of the same names call them. The export and
 from_t5 start through `_mtf_synthesizer_commands` (their console scripts

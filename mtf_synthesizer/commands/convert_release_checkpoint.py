@@ -45,13 +45,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv: the arguments (default: the command line's).
 
   Returns:
-    0, or 2 when the checkpoint cannot be converted (the reason on stderr).
+    0, or 2 when the checkpoint is missing, cannot be read or cannot be
+    converted (the reason, naming it, on stderr).
   """
   args = parse_args(sys.argv[1:] if argv is None else argv)
   try:
     print(release_checkpoint.convert(args.input, args.output,
                                      args.num_heads))
-  except ValueError as e:
+  except (ValueError, OSError) as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
   return 0

@@ -3,7 +3,8 @@
 r"""Exports a trained model to a Hugging Face `transformers` directory.
 
   mtf-synthesizer-export-hf MODEL_DIR OUT_DIR [--vocabulary=byte] [--t5]
-      [--module_import=MY_TASKS ...]
+      [--checkpoint=STEP_OR_PREFIX] [--module_import=MY_TASKS ...]
+      [--overwrite]
 
 (or `python -m mtf_synthesizer.commands.export_hf`, or, in a checkout,
 `python tools/export_hf.py`). MODEL_DIR is the stock CLI's model directory
@@ -19,7 +20,13 @@ itself needs TensorFlow, not torch; loading needs
 The vocabulary is the one the run's task (its gin MIXTURE_NAME) has; a task
 of the user's own is found when `--module_import` imports the module that
 registers it, as the stock CLI's flag of that name did in training.
---help and argument errors answer before TensorFlow is imported.
+--help, argument errors and an OUT_DIR that may not be written answer
+before TensorFlow is imported.
+
+OUT_DIR is written whole or not at all (`whole_dir`): the files go into a
+directory beside it, moved into place when all are written, so an
+interrupted export leaves no OUT_DIR; an OUT_DIR that holds files is
+refused (status 2) unless --overwrite, which replaces it whole.
 """
 
 import argparse
@@ -29,18 +36,23 @@ import json
 import sys
 from typing import Optional, Sequence
 
+from mtf_synthesizer.commands import whole_dir
+
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
   """Parses the command line (without the program name)."""
   parser = argparse.ArgumentParser(
       prog="mtf-synthesizer-export-hf", description=__doc__.split("\n")[0])
   parser.add_argument("model_dir", help="the stock CLI's model directory")
-  parser.add_argument("out_dir", help="the directory to write")
+  parser.add_argument("out_dir", help="the directory to write (refused when "
+                      "it holds files, unless --overwrite)")
   parser.add_argument(
       "--vocabulary", default=None,
       help="'byte' or a SentencePiece model path (default: the run's)")
-  parser.add_argument("--checkpoint", default=None,
-                      help="a checkpoint prefix (default: the latest)")
+  parser.add_argument(
+      "--checkpoint", default=None,
+      help="a checkpoint prefix, or the step of one in MODEL_DIR (default: "
+           "the latest)")
   parser.add_argument(
       "--t5", action="store_true",
       help="write transformers' own T5ForConditionalGeneration (no remote "
@@ -50,6 +62,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
       help="a module to import before the vocabulary is looked up, e.g. "
            "the one registering the run's task (repeatable; as the stock "
            "CLI's --module_import)")
+  parser.add_argument(
+      "--overwrite", action="store_true",
+      help="replace an OUT_DIR that holds files, whole (no old file is "
+           "left)")
   return parser.parse_args(argv)
 
 
@@ -60,10 +76,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv: the arguments (default: the command line's).
 
   Returns:
-    0, or 2 when the model directory cannot be exported (the reason on
-    stderr).
+    0, or 2 when the model directory cannot be exported or OUT_DIR holds
+    files without --overwrite (the reason on stderr).
   """
   args = parse_args(sys.argv[1:] if argv is None else argv)
+  inputs = [args.model_dir] + [
+      path for path in (args.checkpoint, args.vocabulary)
+      if path and not path.isdigit() and path != "byte"]
+  try:
+    whole_dir.check(args.out_dir, args.overwrite, inputs)
+  except whole_dir.OutputDirError as e:
+    print("error: %s" % e, file=sys.stderr)
+    return 2
   if importlib.util.find_spec("torch") is None:
     print("note: the export needs no torch, but loading it does: pip install "
           "'mtf_synthesizer[torch]'", file=sys.stderr)
@@ -79,11 +103,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print("error: --module_import=%s: %s" % (module, e), file=sys.stderr)
       return 2
   try:
-    summary = hf_export.export(args.model_dir, args.out_dir,
-                               vocabulary=args.vocabulary,
-                               checkpoint=args.checkpoint,
-                               plain_t5=args.t5)
-  except (hf_export.ExportError, FileNotFoundError) as e:
+    with whole_dir.written_whole(args.out_dir, args.overwrite,
+                                 inputs) as partial:
+      summary = hf_export.export(args.model_dir, partial,
+                                 vocabulary=args.vocabulary,
+                                 checkpoint=args.checkpoint,
+                                 plain_t5=args.t5)
+  except (hf_export.ExportError, FileNotFoundError,
+          whole_dir.OutputDirError) as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
   print(json.dumps(summary))

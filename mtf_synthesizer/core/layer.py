@@ -124,8 +124,10 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
           synthesize_mode)
     elif synthesizers is None:
       synthesizers = [synth_lib.Random()]
-    if max_length < 1:
-      raise ValueError("max_length must be positive, got %r" % (max_length,))
+    synth_lib.check_setting("SynthesizerAttention", "max_length", max_length,
+                            "positive_int")
+    synth_lib.check_setting("SynthesizerAttention", "learned_mixture_weights",
+                            learned_mixture_weights, "bool")
     self.synthesizer = synth_lib.compose(synthesizers, learned_mixture_weights)
     self.max_length = max_length
     problems = _unsupported_settings(self, self.synthesizer.needs_keys)

@@ -30,6 +30,7 @@ is cast to float32 before the mixture weight and the final product.
 """
 
 import math
+import numbers
 from typing import Optional, Sequence, Tuple
 
 from absl import logging
@@ -147,9 +148,7 @@ class FactorizedRandom(interface.SynthesizingFunction):
     Args:
       k: the rank (the paper uses 8; 32 in Table 7).
     """
-    if k < 1:
-      raise ValueError("FactorizedRandom needs k >= 1, got %r" % (k,))
-    self.k = k
+    self.k = check_setting("FactorizedRandom", "k", k, "positive_int")
 
   def export_settings(self, max_length):
     del max_length
@@ -240,9 +239,11 @@ class Dense(interface.SynthesizingFunction):
         W1 X (the original release's `dense_*` modes); hidden_size and b1 do
         not apply then.
     """
-    self.hidden_size = hidden_size
-    self.use_bias = use_bias
-    self.share_query_projection = share_query_projection
+    self.hidden_size = check_setting("Dense", "hidden_size", hidden_size,
+                                     "optional_positive_int")
+    self.use_bias = check_setting("Dense", "use_bias", use_bias, "bool")
+    self.share_query_projection = check_setting(
+        "Dense", "share_query_projection", share_query_projection, "bool")
 
   @property
   def needs_queries(self):
@@ -292,6 +293,36 @@ class Dense(interface.SynthesizingFunction):
     return logits
 
 
+def check_setting(owner: str, name: str, value, kind: str):
+  """A function's or layer's setting, checked as the PyTorch config checks it.
+
+  Args:
+    owner: the class, for the message.
+    name: the setting.
+    value: its value.
+    kind: "positive_int", "optional_positive_int" (None: the default) or
+      "bool".
+
+  Returns:
+    value.
+
+  Raises:
+    ValueError: naming the setting, the value and what would be valid.
+  """
+  integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+  if kind == "bool":
+    valid = isinstance(value, bool)
+    wanted = "True or False"
+  else:
+    valid = (integer and value >= 1) or (
+        kind == "optional_positive_int" and value is None)
+    wanted = "positive: an integer >= 1" + (
+        ", or None" if kind == "optional_positive_int" else "")
+  if not valid:
+    raise ValueError("%s.%s must be %s, got %r" % (owner, name, wanted, value))
+  return value
+
+
 def default_factors(n: int) -> Tuple[int, int]:
   """Returns (a, b) with a * b == n and a the largest divisor <= sqrt(n)."""
   a = max(d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0)
@@ -329,10 +360,12 @@ class FactorizedDense(interface.SynthesizingFunction):
       hidden_size: per-head hidden width (default d_kv).
       use_bias: add biases to the three projections.
     """
-    self.a = a
-    self.b = b
-    self.hidden_size = hidden_size
-    self.use_bias = use_bias
+    self.a = check_setting("FactorizedDense", "a", a, "optional_positive_int")
+    self.b = check_setting("FactorizedDense", "b", b, "optional_positive_int")
+    self.hidden_size = check_setting("FactorizedDense", "hidden_size",
+                                     hidden_size, "optional_positive_int")
+    self.use_bias = check_setting("FactorizedDense", "use_bias", use_bias,
+                                  "bool")
 
   def factor_sizes(self, n: int) -> Tuple[int, int]:
     """Returns (a, b) for max_length n, checking a * b == n.

@@ -10,8 +10,9 @@
     operative_config.gin (`describe`), with `auto_map` naming the classes;
   * model.safetensors: every variable of the checkpoint, float32, under the
     PyTorch name of `parameter_name` (optimizer slots left out);
-  * configuration_mtf_synthesizer.py, modeling_mtf_synthesizer.py: the
-    PyTorch model (`mtf_synthesizer/hf_model/`);
+  * the PyTorch model's code, every module of `mtf_synthesizer/hf_model/`
+    (`MODEL_CODE_FILES`: the configuration, the functions, the attention,
+    the model, its training recipe, from_t5 and the weights-file check);
   * the tokenizer: `ByT5Tokenizer` for the byte vocabulary, `T5Tokenizer`
     for a SentencePiece model, with the run's extra ids;
   * generation_config.json: decoding starts at id 0 and ends at EOS (1).
@@ -44,9 +45,11 @@ from mtf_synthesizer.export import torch_names
 
 MODEL_CODE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
-MODEL_CODE_FILES = ("configuration_mtf_synthesizer.py",
-                    "modeling_mtf_synthesizer.py",
-                    "t5_conversion_mtf_synthesizer.py")
+# The model's code, written beside its weights: every module of hf_model/
+# but the package's __init__.py.
+MODEL_CODE_FILES = tuple(sorted(
+    name for name in os.listdir(MODEL_CODE_DIR)
+    if name.endswith(".py") and name != "__init__.py"))
 SEQ2SEQ_CLASS = "MtfSynthesizerForConditionalGeneration"
 CAUSAL_LM_CLASS = "MtfSynthesizerForCausalLM"
 # mesh's layer stack as T5 builds it: pre-norm residual layers.
@@ -56,12 +59,16 @@ _DEFAULT_SUBLAYERS = {
                              "sublayer_dropout", "sublayer_residual"],
     "_sublayers_final": ["sublayer_rms_norm", "sublayer_dropout"],
 }
+# What TensorFlow's checkpoint reader raises for files it cannot read (a
+# data file cut short gives IndexError "Read less bytes than requested").
+_READ_ERRORS = (tf.errors.OpError, IndexError, RuntimeError)
 # Modules the operative config names, imported before parsing it.
 _CONFIG_MODULES = ("t5.models.mesh_transformer", "t5_tasks")
 
 
 class ExportError(ValueError):
-  """The model has a part the PyTorch model does not implement."""
+  """The model has a part the PyTorch model does not implement, or its
+  checkpoint cannot be read."""
 
 
 def _function_spec(function: synthesizers.SynthesizingFunction,
@@ -326,6 +333,73 @@ def _checkpoint_layers(shapes: Dict[str, List[int]],
   return [found[i] for i in sorted(found)]
 
 
+def checkpoint_steps(model_dir: str) -> Dict[int, str]:
+  """The checkpoints of a model directory, by step.
+
+  Args:
+    model_dir: the run's model directory.
+
+  Returns:
+    step -> checkpoint prefix, for every `<prefix>-<step>.index` in it.
+  """
+  steps = {}
+  for index in tf.io.gfile.glob(os.path.join(model_dir, "*.index")):
+    prefix = index[:-len(".index")]
+    step = prefix.rsplit("-", 1)[-1]
+    if step.isdigit():
+      steps[int(step)] = prefix
+  return steps
+
+
+def find_checkpoint(model_dir: str, checkpoint: Optional[str] = None) -> str:
+  """The checkpoint to export: a prefix, a step of model_dir, or the latest.
+
+  Args:
+    model_dir: the run's model directory.
+    checkpoint: a checkpoint prefix (as given, or relative to model_dir),
+      the step of one of model_dir's checkpoints ("1000"), or None for the
+      latest.
+
+  Returns:
+    The checkpoint prefix.
+
+  Raises:
+    FileNotFoundError: no such checkpoint; the message names the steps of
+      the checkpoints model_dir has.
+  """
+  def steps_note():
+    steps = sorted(checkpoint_steps(model_dir))
+    return ("%s has checkpoints of steps %s" % (
+        model_dir, ", ".join(str(s) for s in steps)) if steps
+            else "%s has no checkpoint" % model_dir)
+
+  if checkpoint is None:
+    found = tf.train.latest_checkpoint(model_dir)
+    if not found:
+      raise FileNotFoundError("no checkpoint in %s" % model_dir)
+    return found
+  if checkpoint.isdigit():
+    prefix = checkpoint_steps(model_dir).get(int(checkpoint))
+    if prefix is None:
+      raise FileNotFoundError("no checkpoint of step %s: %s" % (
+          checkpoint, steps_note()))
+    return prefix
+  for prefix in (checkpoint, os.path.join(model_dir, checkpoint)):
+    if tf.io.gfile.exists(prefix + ".index"):
+      return prefix
+  raise FileNotFoundError("no checkpoint %s (no %s.index): %s" % (
+      checkpoint, checkpoint, steps_note()))
+
+
+def _reader(checkpoint: str):
+  """A checkpoint's reader; a file that cannot be read raises ExportError."""
+  try:
+    return tf.train.load_checkpoint(checkpoint)
+  except _READ_ERRORS as e:
+    raise ExportError("cannot read the checkpoint %s: %s" % (
+        checkpoint, e)) from None
+
+
 def _run_vocabulary() -> Tuple[Optional[str], int]:
   """The vocabulary of the parsed run, as t5 chooses it for MIXTURE_NAME.
 
@@ -361,14 +435,17 @@ def describe(model_dir: str,
 
   Args:
     model_dir: the run's model directory (operative_config.gin, checkpoints).
-    checkpoint: a checkpoint prefix; default the latest in model_dir.
+    checkpoint: a checkpoint prefix or step (`find_checkpoint`); default
+      the latest in model_dir.
 
   Returns:
     (MtfSynthesizerConfig keyword arguments, the checkpoint prefix).
 
   Raises:
-    ExportError: the model has a part the export does not support.
-    FileNotFoundError: no operative config or checkpoint.
+    ExportError: the model has a part the export does not support, or its
+      checkpoint cannot be read (named).
+    FileNotFoundError: no operative config, or no such checkpoint (the
+      steps model_dir has named).
   """
   import importlib  # pylint: disable=g-import-not-at-top
   for module in _CONFIG_MODULES:
@@ -377,10 +454,8 @@ def describe(model_dir: str,
   if not tf.io.gfile.exists(config_path):
     raise FileNotFoundError("%s not found: export needs a model directory "
                             "the stock CLI trained" % config_path)
-  checkpoint = checkpoint or tf.train.latest_checkpoint(model_dir)
-  if not checkpoint:
-    raise FileNotFoundError("no checkpoint in %s" % model_dir)
-  shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
+  checkpoint = find_checkpoint(model_dir, checkpoint)
+  shapes = _reader(checkpoint).get_variable_to_shape_map()
   with tf.io.gfile.GFile(config_path) as f:
     operative = f.read()
   gin.clear_config()
@@ -424,10 +499,14 @@ def describe(model_dir: str,
 def _weights(checkpoint: str, stack_prefixes: Dict[str, str],
              num_heads: int) -> Dict[str, np.ndarray]:
   """Every exported variable of the checkpoint, float32, by PyTorch name."""
-  reader = tf.train.load_checkpoint(checkpoint)
+  reader = _reader(checkpoint)
   out = {}
   for mesh_name in sorted(reader.get_variable_to_shape_map()):
-    value = reader.get_tensor(mesh_name)
+    try:
+      value = reader.get_tensor(mesh_name)
+    except _READ_ERRORS as e:
+      raise ExportError("cannot read %s from the checkpoint %s: %s" % (
+          mesh_name, checkpoint, e)) from None
     try:
       found = torch_names.torch_weight(mesh_name, value, num_heads,
                                        stack_prefixes)

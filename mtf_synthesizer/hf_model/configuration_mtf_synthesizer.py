@@ -14,40 +14,249 @@ scaled at run time, learned absolute positions) are fields too, so that
 """
 
 import copy
+import difflib
 import inspect
-from typing import Any, Dict, Optional, Sequence, Tuple
+import numbers
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from transformers import PretrainedConfig
 
 RELATIVE_ATTENTION_TYPES = (None, "bias", "bias_shared")
+# transformers' model types of T5's family and layout, which `from_t5`
+# converts (ByT5 and FLAN-T5 are "t5").
+T5_MODEL_TYPES = ("t5", "mt5")
+
+
+# The synthesizing functions (mesh's names, `mtf_synthesizer.synthesizers`)
+# and the fields of the configuration each one reads: the table that the
+# configuration checks names and settings against without torch, and that
+# functions_mtf_synthesizer.py implements (one class per name; the dot
+# product is the kernel's Q K^T).
+FUNCTION_SETTINGS = {
+    "dot_product": (),
+    "random": ("synthesizer_max_length",),
+    "fixed_random": ("synthesizer_max_length",),
+    "factorized_random": ("synthesizer_max_length", "factorized_random_k"),
+    "dense": ("synthesizer_max_length", "dense_hidden_size",
+              "dense_share_query_projection", "synthesizer_use_bias"),
+    "factorized_dense": ("synthesizer_max_length", "factorized_dense_factors",
+                         "dense_hidden_size", "synthesizer_use_bias"),
+}
 
 
 def function_names() -> Tuple[str, ...]:
   """The synthesizing functions the model code implements.
 
-  The names of the mesh package (`mtf_synthesizer.synthesizers.BY_NAME`),
-  as the modeling module registers its function classes (`FUNCTIONS`).
+  The names of the mesh package (`mtf_synthesizer.synthesizers.BY_NAME`).
 
   Returns:
     The names.
   """
-  # pylint: disable-next=import-outside-toplevel,relative-beyond-top-level
-  from .modeling_mtf_synthesizer import FUNCTIONS
-  return tuple(FUNCTIONS)
+  return tuple(FUNCTION_SETTINGS)
 
 
-def _functions(value: Sequence[str], field: str) -> Tuple[str, ...]:
-  """A stack's synthesizing functions, checked."""
-  if isinstance(value, str):
-    value = value.split("+")
-  value = tuple(value)
-  known = function_names()
-  unknown = [name for name in value if name not in known]
-  if not value or unknown or len(set(value)) != len(value):
-    raise ValueError(
-        "%s must name distinct synthesizing functions of %s, got %r" %
-        (field, list(known), value))
+# The activations of the feed-forward layer, alone or after "gated-": mesh's
+# names and transformers' (ACT2FN) for the same function (mesh's gelu is
+# the tanh approximation).
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu_pytorch_tanh",
+               "gelu_new": "gelu_pytorch_tanh", "silu": "silu",
+               "swish": "silu", "linear": "linear"}
+
+
+def _invalid(field: str, value: Any, valid: str) -> ValueError:
+  """The error for a field's value: the field, the value, what is valid."""
+  return ValueError("MtfSynthesizerConfig.%s must be %s, got %r" %
+                    (field, valid, value))
+
+
+def _integer(value: Any) -> bool:
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+  return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _positive_int(field: str, value: Any) -> int:
+  if not _integer(value) or value < 1:
+    raise _invalid(field, value, "a positive integer")
+  return int(value)
+
+
+def _optional_positive_int(field: str, value: Any) -> Optional[int]:
+  if value is None:
+    return None
+  if not _integer(value) or value < 1:
+    raise _invalid(field, value, "a positive integer or None")
+  return int(value)
+
+
+def _non_negative_int(field: str, value: Any) -> int:
+  if not _integer(value) or value < 0:
+    raise _invalid(field, value, "an integer >= 0")
+  return int(value)
+
+
+def _boolean(field: str, value: Any) -> bool:
+  if not isinstance(value, bool):
+    raise _invalid(field, value, "True or False")
   return value
+
+
+def _positive_float(field: str, value: Any) -> float:
+  if not _real(value) or not value > 0:
+    raise _invalid(field, value, "a number > 0")
+  return float(value)
+
+
+def _non_negative_float(field: str, value: Any) -> float:
+  if not _real(value) or not value >= 0:
+    raise _invalid(field, value, "a number >= 0")
+  return float(value)
+
+
+def _probability(field: str, value: Any) -> float:
+  if not _real(value) or not 0 <= value < 1:
+    raise _invalid(field, value, "a number in [0, 1)")
+  return float(value)
+
+
+def _one_of(*choices: Any) -> Callable[[str, Any], Any]:
+  def check(field: str, value: Any) -> Any:
+    if not any(value == c and type(value) is type(c) for c in choices):
+      raise _invalid(field, value, "one of %r" % (choices,))
+    return value
+  return check
+
+
+def _feed_forward(field: str, value: Any) -> str:
+  parts = value.split("-") if isinstance(value, str) else []
+  if not (len(parts) == 1 or (len(parts) == 2 and parts[0] == "gated")) or (
+      parts[-1] not in ACTIVATIONS):
+    raise _invalid(field, value, "an activation of %s, or 'gated-' and one" %
+                   (tuple(ACTIVATIONS),))
+  return value
+
+
+def _function_names(field: str, value: Any) -> Tuple[str, ...]:
+  """A stack's synthesizing functions: a tuple, or a "+"-joined string."""
+  names = value.split("+") if isinstance(value, str) else value
+  valid = ("distinct names of synthesizing functions among %s (a tuple, or "
+           "joined by '+')" % (list(FUNCTION_SETTINGS),))
+  try:
+    names = tuple(names)
+  except TypeError:
+    raise _invalid(field, value, valid) from None
+  if (not names or len(set(names)) != len(names) or
+      any(name not in FUNCTION_SETTINGS for name in names)):
+    raise _invalid(field, value, valid)
+  return names
+
+
+def _factors(field: str, value: Any) -> Optional[Tuple[int, int]]:
+  """FD's (a, b), or None for the default."""
+  if value is None:
+    return None
+  if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or
+      len(value) != 2 or not all(_integer(v) and v >= 1 for v in value)):
+    raise _invalid(field, value, "two positive integers (a, b) with a * b "
+                   "== synthesizer_max_length, or None")
+  return tuple(int(v) for v in value)
+
+
+# Each field's check: it returns the value as stored (a "+"-joined string of
+# functions as a tuple) or raises a ValueError naming the field, the value
+# and what would be valid. The same rules as mesh's layer for the settings
+# the two share (tests/test_config_validation.py compares them).
+FIELD_RULES: Dict[str, Callable[[str, Any], Any]] = {
+    "vocab_size": _positive_int,
+    "d_model": _positive_int,
+    "d_kv": _positive_int,
+    "d_ff": _positive_int,
+    "num_layers": _positive_int,
+    "num_decoder_layers": _optional_positive_int,
+    "num_heads": _positive_int,
+    "relative_attention_num_buckets": _positive_int,
+    "relative_attention_max_distance": _positive_int,
+    "dropout_rate": _probability,
+    "layer_norm_epsilon": _positive_float,
+    "initializer_factor": _positive_float,
+    "feed_forward_proj": _feed_forward,
+    "is_encoder_decoder": _boolean,
+    "use_cache": _boolean,
+    "tie_word_embeddings": _boolean,
+    "encoder_synthesizers": _function_names,
+    "decoder_synthesizers": _function_names,
+    "synthesizer_max_length": _positive_int,
+    "learned_mixture_weights": _boolean,
+    "factorized_random_k": _positive_int,
+    "factorized_dense_factors": _factors,
+    "dense_hidden_size": _optional_positive_int,
+    "dense_share_query_projection": _boolean,
+    "synthesizer_use_bias": _boolean,
+    "relative_attention_type": _one_of(*RELATIVE_ATTENTION_TYPES),
+    "num_memory_heads": _non_negative_int,
+    "scale_queries": _boolean,
+    "shared_embedding": _boolean,
+    "max_position_embeddings": _optional_positive_int,
+    "z_loss": _non_negative_float,
+    "loss_denominator": _one_of("tokens", "positions"),
+}
+
+
+def default_factors(n: int) -> Tuple[int, int]:
+  """FD's default (a, b): a the largest divisor of n with a <= sqrt(n).
+
+  mesh's `synthesizers.default_factors`.
+
+  Args:
+    n: N, synthesizer_max_length.
+
+  Returns:
+    (a, n // a).
+  """
+  a = max(d for d in range(1, int(n**0.5) + 1) if n % d == 0)
+  return a, n // a
+
+
+def _base_fields() -> frozenset:
+  """The fields of transformers' PretrainedConfig (a keyword it knows)."""
+  return frozenset(PretrainedConfig().to_dict()) | {
+      "architectures", "auto_map", "transformers_version", "model_type",
+      "name_or_path", "_name_or_path", "dtype", "torch_dtype",
+      "attn_implementation", "_attn_implementation"}
+
+
+# Fields whose value another field's setting changes (kept together when a
+# setting fails).
+_DERIVED_FROM = {
+    "feed_forward_proj": ("dense_act_fn", "is_gated_act"),
+    "synthesizer_max_length": ("factorized_dense_factors",),
+}
+
+
+def _check_keywords(kwargs: Dict[str, Any]) -> None:
+  """Raises on a keyword that is no field but close to one (a misspelling).
+
+  Other keywords are transformers' own or a user's extra attribute, which
+  PretrainedConfig keeps, as transformers' configurations do.
+
+  Args:
+    kwargs: the keywords past MtfSynthesizerConfig's own.
+
+  Raises:
+    TypeError: naming the keyword and the closest field.
+  """
+  fields = list(inspect.signature(MtfSynthesizerConfig.__init__).parameters)
+  known = _base_fields() | set(MtfSynthesizerConfig.attribute_map) | {
+      "dense_act_fn", "is_gated_act", "num_hidden_layers"}
+  for key in kwargs:
+    if key in known:
+      continue
+    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.8)
+    if close:
+      raise TypeError("MtfSynthesizerConfig got an unknown field %r: did you "
+                      "mean %r?" % (key, close[0]))
 
 
 class MtfSynthesizerConfig(PretrainedConfig):
@@ -61,7 +270,6 @@ class MtfSynthesizerConfig(PretrainedConfig):
   keys_to_ignore_at_inference = ["past_key_values"]
   attribute_map = {"hidden_size": "d_model",
                    "num_attention_heads": "num_heads",
-                   "num_hidden_layers": "num_layers",
                    "head_dim": "d_kv"}
 
   def __init__(
@@ -167,14 +375,20 @@ class MtfSynthesizerConfig(PretrainedConfig):
         normalized, only mesh's choice weighs the batches as mesh does).
       **kwargs: PretrainedConfig's.
     """
+    if "max_length" in kwargs:
+      raise ValueError(
+          "max_length is generate()'s setting (set it on generation_config); "
+          "the size of the synthesizing functions' tables is "
+          "synthesizer_max_length")
+    _check_keywords(kwargs)
+    # Each field through __setattr__, which checks it (FIELD_RULES); the
+    # fields that depend on others are checked once all are set.
     self.vocab_size = vocab_size
     self.d_model = d_model
     self.d_kv = d_kv
     self.d_ff = d_ff
     self.num_layers = num_layers
-    self.num_decoder_layers = (num_decoder_layers
-                               if num_decoder_layers is not None
-                               else num_layers)
+    self.num_decoder_layers = num_decoder_layers
     self.num_heads = num_heads
     self.relative_attention_num_buckets = relative_attention_num_buckets
     self.relative_attention_max_distance = relative_attention_max_distance
@@ -182,63 +396,162 @@ class MtfSynthesizerConfig(PretrainedConfig):
     self.layer_norm_epsilon = layer_norm_epsilon
     self.initializer_factor = initializer_factor
     self.feed_forward_proj = feed_forward_proj
-    parts = feed_forward_proj.split("-")
-    if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
-      raise ValueError("feed_forward_proj must be an activation or "
-                       "'gated-<activation>', got %r" % feed_forward_proj)
-    self.dense_act_fn = parts[-1]
-    self.is_gated_act = len(parts) == 2
     self.use_cache = use_cache
-    self.encoder_synthesizers = _functions(encoder_synthesizers,
-                                           "encoder_synthesizers")
-    self.decoder_synthesizers = _functions(decoder_synthesizers,
-                                           "decoder_synthesizers")
-    if "max_length" in kwargs:
-      raise ValueError(
-          "max_length is generate()'s setting (set it on generation_config); "
-          "the size of the synthesizing functions' tables is "
-          "synthesizer_max_length")
-    max_length = synthesizer_max_length
-    self.synthesizer_max_length = max_length
+    self.encoder_synthesizers = encoder_synthesizers
+    self.decoder_synthesizers = decoder_synthesizers
+    self.synthesizer_max_length = synthesizer_max_length
     self.learned_mixture_weights = learned_mixture_weights
     self.factorized_random_k = factorized_random_k
-    if factorized_dense_factors is None:
-      a = max(d for d in range(1, int(max_length**0.5) + 1)
-              if max_length % d == 0)
-      factorized_dense_factors = (a, max_length // a)
-    factorized_dense_factors = tuple(factorized_dense_factors)
-    uses_fd = "factorized_dense" in (self.encoder_synthesizers +
-                                     self.decoder_synthesizers)
-    if uses_fd and (len(factorized_dense_factors) != 2 or
-                    factorized_dense_factors[0] * factorized_dense_factors[1]
-                    != max_length):
-      raise ValueError("factorized_dense_factors (a, b) need a * b == "
-                       "synthesizer_max_length (%d), got %r" %
-                       (max_length, factorized_dense_factors))
     self.factorized_dense_factors = factorized_dense_factors
     self.dense_hidden_size = dense_hidden_size
     self.dense_share_query_projection = dense_share_query_projection
     self.synthesizer_use_bias = synthesizer_use_bias
-    if relative_attention_type not in RELATIVE_ATTENTION_TYPES:
-      raise ValueError("relative_attention_type must be one of %r, got %r" %
-                       (RELATIVE_ATTENTION_TYPES, relative_attention_type))
     self.relative_attention_type = relative_attention_type
-    if num_memory_heads not in (0, 1, num_heads):
-      raise ValueError("num_memory_heads must be 0, 1 or num_heads, got %r" %
-                       (num_memory_heads,))
     self.num_memory_heads = num_memory_heads
     self.scale_queries = scale_queries
     self.shared_embedding = shared_embedding
     self.max_position_embeddings = max_position_embeddings
     self.z_loss = z_loss
-    if loss_denominator not in ("tokens", "positions"):
-      raise ValueError("loss_denominator must be 'tokens' or 'positions', "
-                       "got %r" % (loss_denominator,))
     self.loss_denominator = loss_denominator
     super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
                      decoder_start_token_id=decoder_start_token_id,
                      is_encoder_decoder=is_encoder_decoder,
                      tie_word_embeddings=tie_word_embeddings, **kwargs)
+    self._check_combination()
+
+  def __setattr__(self, key: str, value: Any) -> None:
+    """Sets a field, checked; derived fields follow the field they derive from.
+
+    A field of FIELD_RULES is checked as it is set, on construction and
+    afterwards (a loaded config's fields are set this way); the rules
+    across fields (FD's factors against N, num_memory_heads against
+    num_heads, the relative buckets against their distance) run once every
+    field has a value. A value that fails leaves the config as it was.
+
+    Args:
+      key: the field (or an alias of `attribute_map`).
+      value: its value.
+
+    Raises:
+      ValueError: naming the field, the value and what would be valid.
+    """
+    key = type(self).attribute_map.get(key, key)
+    rule = FIELD_RULES.get(key)
+    if rule is None:
+      super().__setattr__(key, value)
+      return
+    value = rule(key, value)
+    fields = self.__dict__
+    previous = {k: fields[k] for k in _DERIVED_FROM.get(key, ()) + (key,)
+                if k in fields}
+    derived = False
+    try:
+      if key == "feed_forward_proj":
+        parts = value.split("-")
+        super().__setattr__("dense_act_fn", parts[-1])
+        super().__setattr__("is_gated_act", len(parts) == 2)
+      elif key == "num_decoder_layers" and value is None:
+        value = fields.get("num_layers")  # the decoder as deep as the encoder
+      elif key == "factorized_dense_factors" and value is None:
+        value = default_factors(fields.get("synthesizer_max_length", 1))
+        derived = True
+      elif key == "synthesizer_max_length" and "synthesizer_max_length" in (
+          fields):
+        # FD's default factors follow N; factors chosen by hand are checked.
+        factors = fields.get("factorized_dense_factors")
+        if factors == default_factors(fields["synthesizer_max_length"]):
+          super().__setattr__("factorized_dense_factors",
+                              default_factors(value))
+          derived = True
+      super().__setattr__(key, value)
+      if derived:
+        self._check_default_split()
+      if all(k in fields for k in FIELD_RULES):
+        self._check_combination()
+    except ValueError:
+      for k in _DERIVED_FROM.get(key, ()) + (key,):
+        if k in previous:
+          super().__setattr__(k, previous[k])
+        else:
+          fields.pop(k, None)
+      raise
+
+  def _check_default_split(self) -> None:
+    """FD's default factors of a prime N would make it Dense: raises.
+
+    mesh's rule (`FactorizedDense.factor_sizes`): the default split needs
+    a composite N; factors (1, N) given explicitly are allowed.
+    """
+    functions = (self.__dict__.get("encoder_synthesizers", ()) +
+                 self.__dict__.get("decoder_synthesizers", ()))
+    n = self.synthesizer_max_length
+    if ("factorized_dense" in functions and
+        self.factorized_dense_factors[0] == 1):
+      raise ValueError(
+          "MtfSynthesizerConfig.synthesizer_max_length=%d has no split a * b "
+          "with a, b > 1 (%s), so factorized_dense (FD) would be Dense: "
+          "choose a composite synthesizer_max_length, or give "
+          "factorized_dense_factors=(1, %d) explicitly" % (
+              n, "it is prime" if n > 1 else "it is 1", n))
+
+  def _check_combination(self) -> None:
+    """The rules across fields; raises ValueError naming the fields."""
+    n = self.synthesizer_max_length
+    functions = self.encoder_synthesizers + self.decoder_synthesizers
+    if "factorized_dense" in functions:
+      a, b = self.factorized_dense_factors
+      if a * b != n:
+        raise ValueError(
+            "MtfSynthesizerConfig.factorized_dense_factors (a, b) need a * b "
+            "== synthesizer_max_length (%d), got %r: set both in one call "
+            "(MtfSynthesizerConfig(..., synthesizer_max_length=N, "
+            "factorized_dense_factors=(a, b))), or set the factors to None "
+            "for the default split of N" % (n, (a, b)))
+    if self.num_memory_heads not in (0, 1, self.num_heads):
+      raise ValueError(
+          "MtfSynthesizerConfig.num_memory_heads must be 0, 1 or num_heads "
+          "(%d), got %r" % (self.num_heads, self.num_memory_heads))
+    if self.relative_attention_type is not None:
+      buckets = self.relative_attention_num_buckets
+      distance = self.relative_attention_max_distance
+      if buckets < 4 or distance <= buckets // 2:
+        raise ValueError(
+            "MtfSynthesizerConfig.relative_attention_num_buckets must be >= 4 "
+            "and relative_attention_max_distance > num_buckets // 2 (T5's "
+            "buckets: half of them exact distances), got %d and %d" % (
+                buckets, distance))
+
+  @classmethod
+  def get_config_dict(cls, pretrained_model_name_or_path: Any,
+                      **kwargs) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """config.json's fields; a directory of another model type raises.
+
+    transformers would read a T5's config.json as this class's with a
+    warning, keep the fields the two share and drop the rest (its
+    activation, its untied output layer...): a model that loads without a
+    missing weight and computes something else.
+
+    Args:
+      pretrained_model_name_or_path: a directory or Hub name.
+      **kwargs: PretrainedConfig.get_config_dict's.
+
+    Returns:
+      (the fields, the unused keywords).
+
+    Raises:
+      ValueError: config.json names another model_type.
+    """
+    config_dict, kwargs = super().get_config_dict(
+        pretrained_model_name_or_path, **kwargs)
+    model_type = config_dict.get("model_type")
+    if model_type is not None and model_type != cls.model_type:
+      hint = ("; convert a T5 with MtfSynthesizerForConditionalGeneration."
+              "from_t5(%r) or the mtf-synthesizer-from-t5 command" %
+              str(pretrained_model_name_or_path)
+              if model_type in T5_MODEL_TYPES else "")
+      raise ValueError("%s holds a model of type %r, not %r%s" % (
+          pretrained_model_name_or_path, model_type, cls.model_type, hint))
+    return config_dict, kwargs
 
   def to_diff_dict(self) -> Dict[str, Any]:
     """config.json's fields: every one of this class, the others if changed.
@@ -259,30 +572,47 @@ class MtfSynthesizerConfig(PretrainedConfig):
         written[name] = full[name]
     return written
 
+  @property
+  def num_hidden_layers(self) -> int:
+    """The blocks of the stack that decodes: what transformers' caches hold.
+
+    An encoder-decoder's decoder has `num_decoder_layers`; a causal LM's
+    one stack `num_layers`. Setting it sets `num_layers` (T5Config's
+    alias).
+    """
+    if self.is_encoder_decoder:
+      return self.num_decoder_layers
+    return self.num_layers
+
+  @num_hidden_layers.setter
+  def num_hidden_layers(self, value: int) -> None:
+    self.num_layers = value
+
   def get_text_config(self, decoder: Optional[bool] = None,
                       encoder: Optional[bool] = None) -> PretrainedConfig:
-    """The config of one end of the model; the decoder's has its blocks.
+    """The config of one end of the model: this config, not a copy.
 
-    transformers sizes a generation's caches (DynamicCache, StaticCache)
-    by the decoder's config `num_hidden_layers`: an encoder-decoder whose
-    decoder has another number of blocks (`num_decoder_layers`) gets it
-    there, not the encoder's `num_layers`.
+    transformers copies a flat encoder-decoder's config for one end;
+    settings made through the decoder's (generation sets `eos_token_id`
+    there) would then not reach the model. Its caches are sized by the
+    decoder's blocks (`num_hidden_layers`). The encoder's end alone is a
+    copy whose `num_hidden_layers` are the encoder's blocks.
 
     Args:
       decoder: the decoder's end.
       encoder: the encoder's end.
 
     Returns:
-      This config, or a copy for the decoder's end.
+      This config (a copy for the encoder's end alone).
     """
-    config = super().get_text_config(decoder=decoder, encoder=encoder)
-    if (decoder and not encoder and self.is_encoder_decoder and
-        config.num_layers != self.num_decoder_layers):
-      config = copy.deepcopy(config) if config is self else config
-      config.num_layers = self.num_decoder_layers
-    return config
+    if encoder and not decoder and self.is_encoder_decoder:
+      config = copy.deepcopy(self)
+      config.num_decoder_layers = config.num_layers
+      return config
+    return self
 
-  def synthesizers(self, stack: str) -> Tuple[str, ...]:
-    """The functions of a stack's self-attention ("encoder"/"decoder")."""
-    return (self.encoder_synthesizers if stack == "encoder"
-            else self.decoder_synthesizers)
+
+# A model saved from Python carries its code beside its weights (config.json's
+# auto_map names the classes), so that it loads with trust_remote_code=True
+# where this package is not installed.
+MtfSynthesizerConfig.register_for_auto_class()

@@ -19,13 +19,19 @@ it, except the self-attention query and key kernels of a layer whose
 functions have none (R, FR and D have no keys; R and FR no queries): those
 are left out by the variant's design and reported (`ConversionInfo`).
 
-Only torch and transformers are imported: this file is copied beside a
-saved model with the modeling code.
+A T5 directory is checked before it is loaded: one that does not exist
+raises FileNotFoundError naming it (not transformers' "Repo id must be in
+the form ..."), a truncated or corrupted safetensors file
+`files.WeightsFileError` naming the file.
+
+Only torch, transformers and the standard library are imported: this file
+is copied beside a saved model with the modeling code (and `files.py`).
 """
 
 import copy
 import dataclasses
 import itertools
+import os
 import re
 from typing import Any, Dict, List, Sequence, Set, Tuple, Union
 
@@ -33,13 +39,14 @@ import torch
 from transformers import PreTrainedModel
 from transformers.utils import logging
 
-# pylint: disable-next=relative-beyond-top-level
-from .modeling_mtf_synthesizer import MtfSynthesizerFunction
+# pylint: disable=relative-beyond-top-level
+from .configuration_mtf_synthesizer import T5_MODEL_TYPES
+from .files import check_weights
+from .functions_mtf_synthesizer import MtfSynthesizerFunction
+# pylint: enable=relative-beyond-top-level
 
 logger = logging.get_logger(__name__)
 
-# transformers' T5 families of T5's layout (ByT5 and FLAN-T5 are "t5").
-T5_MODEL_TYPES = ("t5", "mt5")
 # Config fields copied from T5's config (same names, same meaning).
 T5_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
              "num_decoder_layers", "num_heads",
@@ -94,6 +101,12 @@ def _target_name(t5_name: str) -> str:
   return t5_name if t5_name.startswith("lm_head.") else "model." + t5_name
 
 
+def _is_a_path(name: str) -> bool:
+  """Whether a --t5 argument can only be a path (not a Hub name)."""
+  return (os.path.isabs(name) or name.startswith((".", "~")) or
+          name.count("/") > 1 or os.path.exists(name))
+
+
 def _load_t5(t5_model_or_path: Union[PreTrainedModel, str]):
   """The T5 model, loaded when given a path or Hub name (T5 or MT5 class)."""
   if isinstance(t5_model_or_path, PreTrainedModel):
@@ -101,7 +114,11 @@ def _load_t5(t5_model_or_path: Union[PreTrainedModel, str]):
   else:
     # pylint: disable-next=g-import-not-at-top
     from transformers import AutoModelForSeq2SeqLM
-    t5 = AutoModelForSeq2SeqLM.from_pretrained(str(t5_model_or_path))
+    path = str(t5_model_or_path)
+    if not os.path.isdir(path) and _is_a_path(path):
+      raise FileNotFoundError("no T5 checkpoint directory at %s" % path)
+    check_weights(path)  # a directory's files, naming a broken one
+    t5 = AutoModelForSeq2SeqLM.from_pretrained(path)
   if t5.config.model_type not in T5_MODEL_TYPES:
     raise T5ConversionError(
         "from_t5 reads a T5ForConditionalGeneration (model_type %s), not "
@@ -311,6 +328,9 @@ def from_t5(model_class: type,
     T5ConversionError: a T5 weight that has no place (named), a model that
       is not a T5, an activation this model does not compute, or an
       override that contradicts the T5.
+    FileNotFoundError: a path to a directory that does not exist.
+    files.WeightsFileError: a safetensors file of the T5 directory that is
+      truncated or corrupted (named).
   """
   t5 = _load_t5(t5_model_or_path)
   scaled, tied = _scales_output(t5), _is_tied(t5)

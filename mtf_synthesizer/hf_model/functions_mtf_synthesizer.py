@@ -1,0 +1,513 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The synthesizing functions of Tay et al. (sec. 3), one module each.
+
+Per head h, for a query at position i and a memory position j:
+
+  Dense (D)            S_ij = (W2 relu(W1 X_i + b1) + b2)_j       eq. 1-2
+  Random (R), Fix      S_ij = R_ij                                eq. 4
+  FactorizedDense (FD) S_ij = A_i[j mod a] * B_i[floor(j / a)]    eq. 5-6
+  FactorizedRandom     S_ij = (R1 R2^T)_ij                        eq. 7
+  DotProduct (V)       S_ij = Q_i . K_j
+
+Each class registers itself in `FUNCTIONS` under mesh's name; the
+attention layer (attention_mtf_synthesizer.py) composes them (eq. 8).
+"""
+
+import dataclasses
+import math
+from typing import Dict, Optional, Tuple, Union
+
+import torch
+from torch import nn
+
+# pylint: disable-next=relative-beyond-top-level
+from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
+# pylint: disable-next=relative-beyond-top-level
+from .configuration_mtf_synthesizer import MtfSynthesizerConfig
+
+
+def _linear(d_in: int, d_out: int, std: float, bias: bool = False,
+            truncated: bool = False) -> nn.Linear:
+  """nn.Linear that carries mesh's initializer of its kernel.
+
+  Args:
+    d_in: input width.
+    d_out: output width.
+    std: the initializer's standard deviation (before truncation).
+    bias: with a bias (initialized to 0).
+    truncated: a normal truncated at two standard deviations (mesh's
+      `mtf.layers.dense` default) instead of a plain normal.
+
+  Returns:
+    The layer; `_init_weights` reads its `mesh_initializer`.
+  """
+  layer = nn.Linear(d_in, d_out, bias=bias)
+  layer.mesh_initializer = ("truncated" if truncated else "normal", std)
+  return layer
+
+
+@dataclasses.dataclass
+class Positions:
+  """Query and memory positions of one self-attention call.
+
+  Attributes:
+    start: the first query's position (the cache's length when decoding;
+      with a static cache a tensor, and `query` and `memory` are given).
+    length: queries.
+    memory_length: memory positions (start + length).
+    query: [batch, length] per-example positions, or None: start + arange.
+    memory: [batch, memory_length] per-example positions, or None: arange.
+  """
+  start: Union[int, torch.Tensor]
+  length: int
+  memory_length: int
+  query: Optional[torch.Tensor] = None
+  memory: Optional[torch.Tensor] = None
+
+
+# ---------------------------------------------------------------------------
+# Synthesizing functions. Each but the dot product returns its logits
+# [batch or 1, heads, length, memory_length] in float32 (FD's, which has a
+# batch dimension, in autocast's dtype where autocast is on: the dtype the
+# kernel reads), times `scale` (a mixture weight per head) applied to its
+# cheapest factor: the readable reference that the eager kernel adds to its
+# bias. Each also says what it gives the fused kernel (`contributes`):
+# COLUMNS, a query side [1 or batch, heads, length, c], a key side [1 or
+# batch, heads, memory_length, c] and a bias per key [1 or batch, heads,
+# memory_length] (or None) that make its logits (`columns()`), or BIAS, its
+# logits as an additive bias (`forward()`).
+
+# What a function contributes to the fused kernel.
+COLUMNS = "columns"
+BIAS = "bias"
+
+# The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
+# each class registers itself when defined.
+FUNCTIONS: Dict[str, type] = {}
+
+
+class MtfSynthesizerFunction(nn.Module):
+  """A synthesizing function's module: what it computes and how it starts.
+
+  A subclass declares everything the rest of the model needs, with mesh's
+  names for the same properties (`mtf_synthesizer.synthesizers`): `name`
+  (its key in FUNCTIONS and FUNCTION_SETTINGS; defining the class
+  registers it), `contributes` (COLUMNS or BIAS), `input_independent` (its
+  logits do not depend on the input: one [1, heads, t, s] for the whole
+  batch), `trainable` (its weights train), `needs_queries`, `needs_keys`
+  (the dot product: the layer's keys), and `initializers()` (mesh's
+  initializer of each weight it holds itself; `nn.Linear` layers carry
+  theirs, see `_linear`). Its weights have mesh's local names
+  (`<function>/<name>`), which is how the export finds them.
+  """
+  name = ""
+  contributes = BIAS
+  input_independent = False
+  trainable = True
+  needs_queries = False
+  needs_keys = False
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    if cls.__dict__.get("name"):
+      if cls.name not in FUNCTION_SETTINGS:
+        raise ValueError(
+            "synthesizing function %r is not in the configuration's "
+            "FUNCTION_SETTINGS (%s): add it there with the fields it reads" %
+            (cls.name, ", ".join(FUNCTION_SETTINGS)))
+      FUNCTIONS[cls.name] = cls
+
+  def initializers(self, config: MtfSynthesizerConfig
+                   ) -> Dict[str, Tuple[str, float]]:
+    """mesh's initializer of each weight the module holds directly.
+
+    Args:
+      config: the model's configuration.
+
+    Returns:
+      Weight name -> (kind, scale): ("normal", std), ("uniform", limit),
+      ("zeros", 0.0) or ("constant", value); `initializer_factor`
+      multiplies the normal's and the uniform's scale.
+    """
+    raise NotImplementedError
+
+  def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
+    """mesh's shape of each weight whose PyTorch shape merges its dims.
+
+    mesh's Adafactor factors a variable by its two largest dimensions
+    (`training_mtf_synthesizer.mesh_factored`): a weight whose PyTorch
+    layout joins two of them names mesh's shape here.
+
+    Returns:
+      Weight name (as in named_parameters of this module) -> mesh's shape.
+    """
+    return {}
+
+
+class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
+  """V: S_ij = Q_i . K_j, the kernel's own product of the layer's queries
+  and keys (no weights of its own: the layer's q and k)."""
+  name = "dot_product"
+  contributes = COLUMNS
+  needs_queries = True
+  needs_keys = True
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    del config
+    super().__init__()
+
+  def initializers(self, config):
+    del config
+    return {}
+
+
+def _logits_dtype(x: torch.Tensor) -> torch.dtype:
+  """float32, or autocast's dtype where autocast is on for x's device."""
+  kind = x.device.type
+  if torch.is_autocast_enabled(kind):
+    return torch.get_autocast_dtype(kind)
+  return torch.float32
+
+
+def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+  """x in dtype: x itself where it has it.
+
+  No call is dispatched then: decoding steps are bound by the host's work.
+  """
+  return x if x.dtype == dtype else x.to(dtype)
+
+
+def _glorot_limit(fan_in: int, fan_out: int) -> float:
+  """The glorot uniform limit sqrt(6 / (fan_in + fan_out))."""
+  return math.sqrt(6.0 / (fan_in + fan_out))
+
+
+def _scaled_table(table: torch.Tensor, scale: Optional[torch.Tensor]):
+  """table [heads, ...] * scale [heads], in float32."""
+  table = _cast(table, torch.float32)
+  if scale is None:
+    return table
+  return table * scale.view(-1, *([1] * (table.dim() - 1)))
+
+
+def _times_each_head(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+  """x [batch, heads, ...] times scale [heads], in x's dtype."""
+  return x * _cast(scale, x.dtype).view(1, -1, *([1] * (x.dim() - 2)))
+
+
+def _narrow(x: torch.Tensor, dim: int, start, length: int) -> torch.Tensor:
+  """x's positions start .. start + length - 1 along dim.
+
+  x itself where they are all of it: a slice would cost its backward a
+  zeroed copy of the whole (R's [heads, N, N] table in every layer).
+
+  Args:
+    x: the tensor.
+    dim: the positions' dimension.
+    start: the first position (a number).
+    length: how many.
+
+  Returns:
+    x, or a view of it.
+  """
+  if start == 0 and length == x.shape[dim]:
+    return x
+  return x.narrow(dim, start, length)
+
+
+def _rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, N, ...] -> the query rows: [1 or batch, heads, length, ...]."""
+  if positions.query is None:
+    return _narrow(table, 1, positions.start, positions.length)[None]
+  return table[:, positions.query].transpose(0, 1)
+
+
+def _columns(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, ..., N] -> memory columns: [1 or batch, heads, ..., s]."""
+  if positions.memory is None:
+    return _narrow(table, -1, 0, positions.memory_length)[None]
+  # [heads, ..., batch, s] -> [batch, heads, ..., s]
+  gathered = table[..., positions.memory]
+  return gathered.movedim(-2, 0)
+
+
+def _key_rows(table: torch.Tensor, positions: Positions) -> torch.Tensor:
+  """[heads, N, c] -> the memory rows: [1 or batch, heads, s, c]."""
+  if positions.memory is None:
+    return _narrow(table, 1, 0, positions.memory_length)[None]
+  return table[:, positions.memory].transpose(0, 1)
+
+
+class MtfSynthesizerRandom(MtfSynthesizerFunction):
+  """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
+  name = "random"
+  contributes = BIAS
+  input_independent = True
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__()
+    n = config.synthesizer_max_length
+    table = torch.empty(config.num_heads, n, n)
+    if self.trainable:
+      self.R = nn.Parameter(table)
+    else:  # drawn at initialization, saved with the weights
+      self.register_buffer("R", table, persistent=True)
+
+  def initializers(self, config):
+    # The original release's glorot scale on its [N, heads, N] variable.
+    n = config.synthesizer_max_length
+    return {"R": ("uniform", _glorot_limit(config.num_heads * n, n * n))}
+
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del hidden, queries
+    r = self.R
+    if positions.query is None:
+      r = _narrow(_narrow(r, 1, positions.start, positions.length), 2, 0,
+                positions.memory_length)
+      return _scaled_table(r, scale)[None]
+    rows = r[:, positions.query]                       # [h, b, t, N]
+    index = positions.memory[None, :, None, :].expand(
+        rows.shape[0], -1, rows.shape[2], -1)
+    picked = _scaled_table(torch.gather(rows, 3, index), scale)
+    return picked.transpose(0, 1)
+
+
+class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
+  """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
+  name = "fixed_random"
+  trainable = False
+
+
+class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
+  """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
+  name = "factorized_random"
+  contributes = COLUMNS
+  input_independent = True
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__()
+    shape = (config.num_heads, config.synthesizer_max_length,
+             config.factorized_random_k)
+    self.R1 = nn.Parameter(torch.empty(shape))
+    self.R2 = nn.Parameter(torch.empty(shape))
+
+  def initializers(self, config):
+    limit = _glorot_limit(config.factorized_random_k * config.num_heads,
+                          config.factorized_random_k *
+                          config.synthesizer_max_length)
+    return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
+
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del hidden, queries
+    if positions.query is None and positions.memory is None:
+      # The same for every example: one matmul batched over heads, the
+      # scale on R1's rows in use.
+      start = positions.start
+      r1 = _scaled_table(_narrow(self.R1, 1, start, positions.length), scale)
+      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()
+      return torch.bmm(r1, r2.transpose(1, 2))[None]
+    r1 = _rows(_scaled_table(self.R1, scale), positions)   # [1|b, h, t, k]
+    if positions.memory is None:
+      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()[None]
+    else:
+      r2 = self.R2[:, positions.memory].float().transpose(0, 1)
+    return torch.matmul(r1, r2.transpose(-1, -2))
+
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """(R1's query rows, scale * R2's memory rows, None): k columns each."""
+    del hidden, queries
+    r2 = _key_rows(self.R2, positions)
+    if scale is not None:
+      r2 = _times_each_head(r2, scale)
+    return _rows(self.R1, positions), r2, None
+
+
+def _heads_from_rows(x: torch.Tensor, batch: int) -> torch.Tensor:
+  """[heads, batch * t, n] -> [batch, heads, t, n] (a view)."""
+  heads, rows, n = x.shape
+  return x.view(heads, batch, rows // batch, n).transpose(0, 1)
+
+
+class _DenseHidden(MtfSynthesizerFunction):
+  """relu(W1 X_i + b1) per head, the first layer of D and FD.
+
+  Args:
+    config: the model's configuration.
+    first_layer: with W1 and b1 (else the layer's queries take their place:
+      D's `dense_share_query_projection`, whose hidden width is d_kv).
+  """
+
+  def __init__(self, config: MtfSynthesizerConfig, first_layer: bool = True):
+    super().__init__()
+    self.num_heads = config.num_heads
+    self.use_bias = config.synthesizer_use_bias
+    if first_layer:
+      self.hidden_size = config.dense_hidden_size or config.d_kv
+      self.w1 = _linear(config.d_model, self.num_heads * self.hidden_size,
+                        config.d_model**-0.5, bias=self.use_bias)
+    else:
+      self.hidden_size = config.d_kv
+
+  def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
+    """W1: mesh's [d_model, heads, hidden], PyTorch's [heads * hidden, d]."""
+    if not hasattr(self, "w1"):
+      return {}
+    return {"w1.weight": (self.w1.in_features, self.num_heads,
+                          self.hidden_size)}
+
+  def hidden(self, x: torch.Tensor) -> torch.Tensor:
+    """[batch, t, d_model] -> [batch, heads, t, hidden]."""
+    b, t, _ = x.shape
+    h = self.w1(x).view(b, t, self.num_heads, self.hidden_size)
+    return torch.relu(h).transpose(1, 2)
+
+  def hidden_rows(self, x: torch.Tensor) -> torch.Tensor:
+    """[batch, t, d_model] -> [heads, batch * t, hidden], each head's rows.
+
+    A view of the projection (no copy): the first factor of one matmul
+    batched over heads, whose weights are then neither copied per example
+    nor their gradient summed over examples.
+    """
+    b, t, _ = x.shape
+    h = torch.relu(self.w1(x)).view(b * t, self.num_heads, self.hidden_size)
+    return h.transpose(0, 1)
+
+
+class MtfSynthesizerDense(_DenseHidden):
+  """D (eq. 1-2): each query predicts its row of N logits.
+
+  As columns: relu(W1 X_i + b1) . W2^T_j + b2_j, the key side a slice of
+  the weights, the same for every example, b2 a bias per key.
+  """
+  name = "dense"
+  contributes = COLUMNS
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    self.share_query_projection = config.dense_share_query_projection
+    super().__init__(config, first_layer=not self.share_query_projection)
+    n = config.synthesizer_max_length
+    self.w2 = nn.Parameter(torch.empty(config.num_heads, self.hidden_size, n))
+    if self.use_bias:
+      self.b2 = nn.Parameter(torch.empty(config.num_heads, n))
+
+  @property
+  def needs_queries(self) -> bool:
+    return self.share_query_projection
+
+  def initializers(self, config):
+    out = {"w2": ("normal", self.w2.shape[1]**-0.5)}
+    if self.use_bias:
+      out["b2"] = ("zeros", 0.0)
+    return out
+
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    if self.share_query_projection:
+      rows = torch.relu(queries).transpose(0, 1).flatten(1, 2)
+    else:
+      rows = self.hidden_rows(hidden)  # [heads, batch * t, hidden]
+    # The scale on the smaller factor: W2's columns and b2, or the logits
+    # (fewer rows than W2's, as in a decoding step).
+    late = scale is not None and rows.shape[1] < self.w2.shape[1]
+    early = None if late else scale
+    # float32, or autocast's dtype: under autocast the hidden rows are not
+    # copied to float32 only for the matmul to copy them back.
+    dtype = _logits_dtype(rows)
+    rows = _cast(rows, dtype)
+    if positions.memory is None:
+      # One matmul batched over heads with b2 as its addend.
+      s = positions.memory_length
+      w2 = _cast(_scaled_table(_narrow(self.w2, 2, 0, s), early), dtype)
+      if self.use_bias:
+        b2 = _cast(_scaled_table(_narrow(self.b2, 1, 0, s)[:, None], early),
+                   dtype)  # [h, 1, s]
+        logits = torch.baddbmm(b2, rows, w2)
+      else:
+        logits = torch.bmm(rows, w2)
+      logits = _heads_from_rows(logits, hidden.shape[0])
+    else:  # columns per example (a static cache's positions)
+      w2 = _cast(_columns(_scaled_table(self.w2, early), positions), dtype)
+      logits = torch.matmul(_heads_from_rows(rows, hidden.shape[0]), w2)
+      if self.use_bias:
+        b2 = _cast(_columns(_scaled_table(self.b2, early), positions), dtype)
+        logits = logits + b2[:, :, None, :]
+    if late:
+      logits = _times_each_head(logits, scale)
+    return logits
+
+  def columns(self, hidden, queries, positions: Positions, scale=None):
+    """(relu(W1 X + b1), scale * W2^T's memory rows, scale * b2's columns).
+
+    b2 is the same for every query: the layer adds it to its bias, or
+    joins it as a column of the keys against a column of ones.
+    """
+    h = torch.relu(queries) if self.share_query_projection else (
+        self.hidden(hidden))
+    # [1|b, heads, s, hidden]: the rows in use, sliced first.
+    keys = _key_rows(self.w2.transpose(1, 2), positions)
+    if scale is not None:
+      keys = _times_each_head(keys, scale)
+    b2 = None
+    if self.use_bias:
+      b2 = _columns(_scaled_table(self.b2, scale), positions)  # [1|b, h, s]
+    return h, keys, b2
+
+
+class MtfSynthesizerFactorizedDense(_DenseHidden):
+  """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)].
+
+  Not a low-rank product: the fused kernel gets it as a bias.
+  """
+  name = "factorized_dense"
+  needs_queries = False
+  contributes = BIAS
+
+  def __init__(self, config: MtfSynthesizerConfig):
+    super().__init__(config)
+    self.a, self.b = config.factorized_dense_factors
+    heads, hidden = config.num_heads, self.hidden_size
+    self.wa = nn.Parameter(torch.empty(heads, hidden, self.a))
+    self.wb = nn.Parameter(torch.empty(heads, hidden, self.b))
+    if self.use_bias:
+      self.ba = nn.Parameter(torch.empty(heads, self.a))
+      self.bb = nn.Parameter(torch.empty(heads, self.b))
+
+  def initializers(self, config):
+    out = {"wa": ("normal", self.wa.shape[1]**-0.5),
+           "wb": ("normal", self.wb.shape[1]**-0.5)}
+    if self.use_bias:
+      out.update(ba=("zeros", 0.0), bb=("zeros", 0.0))
+    return out
+
+  def forward(self, hidden, queries, positions: Positions, scale=None):
+    del queries
+    rows = self.hidden_rows(hidden)  # [heads, batch * t, hidden]
+    # [batch, heads, t, s] in the kernel's dtype under autocast: not
+    # written in float32 and then cast.
+    dtype = _logits_dtype(rows)
+    rows = _cast(rows, dtype)
+    factors = []
+    for w, bias in ((self.wa, "ba"), (self.wb, "bb")):
+      w = _cast(w, dtype)
+      if self.use_bias:
+        f = torch.baddbmm(_cast(getattr(self, bias), dtype)[:, None, :],
+                          rows, w)
+      else:
+        f = torch.bmm(rows, w)
+      factors.append(_heads_from_rows(f, hidden.shape[0]))
+    fa, fb = factors  # [b, h, t, a], [b, h, t, b]
+    if scale is not None:
+      fa = _times_each_head(fa, scale)
+    if positions.memory is None:
+      # Column j = jb * a + ja: the outer product laid out row-major is C,
+      # built only for the column blocks in use.
+      s = positions.memory_length
+      # Ceiling without dividing a negative size (which ONNX's integer
+      # division rounds toward zero, not down).
+      blocks = (s + self.a - 1) // self.a
+      c = fb[..., :blocks, None] * fa[..., None, :]
+      return _narrow(c.flatten(-2), -1, 0, s)
+    columns = positions.memory[:, None, None, :]
+    shape = fa.shape[:3] + (columns.shape[-1],)
+    return (torch.gather(fa, 3, (columns % self.a).expand(shape)) *
+            torch.gather(fb, 3, (columns // self.a).expand(shape)))

@@ -1,0 +1,447 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""Bad input to the PyTorch model stops with an error that names it.
+
+The configuration's fields come from its own list (`FIELD_RULES`, which a
+test holds against `__init__`'s signature), the variants from the table:
+each bad value, set at construction or afterwards, raises an error naming
+the field, or the model built from the configuration runs (nothing fails
+deep inside torch). The same settings given to mesh's layer get the same
+verdicts. The forward pass names the argument it cannot use, for both heads
+and every variant.
+"""
+
+import inspect
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import transformers
+
+import model_code
+import tiny_models
+from mtf_synthesizer import attentions
+from mtf_synthesizer import layer as layer_lib
+from mtf_synthesizer import synthesizers
+from mtf_synthesizer.export import hf_export
+
+VARIANTS = attentions.VARIANTS
+IDS = [v.label for v in VARIANTS]
+HEADS = ("seq2seq", "causal_lm")
+# Values of every kind a user may give by mistake (and some valid ones).
+PROBES = (0, -4, 2.5, 1.5, 8, 1, True, None, "8", "dense", (), (-4, -4),
+          (4, 4), (3, 5), ("dense",))
+# Every function in play, so that every field reaches the model.
+EVERY_FUNCTION = ("random", "factorized_random", "dense", "factorized_dense",
+                  "dot_product")
+
+
+def _configuration():
+  return model_code.load("configuration")
+
+
+def _fields():
+  """The configuration's fields, from its own list of rules."""
+  return sorted(_configuration().FIELD_RULES)
+
+
+def _settings(**fields):
+  settings = dict(
+      vocab_size=16, d_model=8, d_kv=4, d_ff=8, num_layers=1, num_heads=2,
+      synthesizer_max_length=8, factorized_random_k=2,
+      factorized_dense_factors=None, relative_attention_num_buckets=8,
+      relative_attention_max_distance=16, dropout_rate=0.0,
+      encoder_synthesizers=EVERY_FUNCTION,
+      decoder_synthesizers=("fixed_random", "dense", "dot_product"))
+  settings.update(fields)
+  return settings
+
+
+def _runs(config, field: str = "") -> None:
+  """Builds the model of a config and runs a training step's forward.
+
+  Args:
+    config: the configuration.
+    field: a field whose value may refuse the inputs: the forward may
+      raise a ValueError that names it.
+  """
+  try:
+    _forward(config)
+  except ValueError as error:
+    if not field:
+      raise
+    _assert_names(error, field)
+
+
+def _forward(config) -> None:
+  modeling = model_code.load()
+  torch.manual_seed(0)
+  length = min(4, config.synthesizer_max_length)
+  ids = torch.arange(2 * length).view(2, length) % config.vocab_size
+  if config.is_encoder_decoder:
+    model = modeling.MtfSynthesizerForConditionalGeneration(config)
+    loss = model(input_ids=ids, labels=ids).loss
+  else:
+    model = modeling.MtfSynthesizerForCausalLM(config)
+    loss = model(input_ids=ids, labels=ids).loss
+  assert torch.isfinite(loss)
+
+
+def _assert_names(error: Exception, field: str) -> None:
+  assert field in str(error), (field, str(error))
+
+
+def test_every_field_of_init_has_a_rule():
+  configuration = _configuration()
+  parameters = set(inspect.signature(
+      configuration.MtfSynthesizerConfig.__init__).parameters)
+  # transformers' own fields (token ids) and the keywords it passes on.
+  transformers_fields = {"self", "kwargs", "pad_token_id", "eos_token_id",
+                         "decoder_start_token_id"}
+  assert parameters - transformers_fields == set(configuration.FIELD_RULES)
+
+
+@pytest.mark.parametrize("field", _fields())
+def test_a_bad_value_names_its_field_or_the_model_runs(field):
+  """Each probe at construction: an error naming the field, or a model."""
+  configuration = _configuration()
+  accepted = 0
+  for value in PROBES:
+    try:
+      config = configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
+    except (ValueError, TypeError) as error:
+      _assert_names(error, field)
+      continue
+    _runs(config, field)
+    accepted += 1
+  assert accepted < len(PROBES), field  # some probe is bad for every field
+
+
+@pytest.mark.parametrize("field", _fields())
+def test_setting_a_bad_value_names_it_and_keeps_the_config(field):
+  """Each probe set on a built config: the same verdict, nothing changed."""
+  configuration = _configuration()
+  for value in PROBES:
+    config = configuration.MtfSynthesizerConfig(**_settings())
+    before = config.to_dict()
+    try:
+      setattr(config, field, value)
+    except (ValueError, TypeError) as error:
+      _assert_names(error, field)
+      assert config.to_dict() == before, (field, value)
+      with pytest.raises((ValueError, TypeError)):
+        configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
+      continue
+    _runs(config, field)
+
+
+@pytest.mark.parametrize("field", _fields())
+def test_zero_negative_and_fractional_sizes_are_refused(field):
+  configuration = _configuration()
+  rule = configuration.FIELD_RULES[field]
+  # pylint: disable-next=protected-access
+  sizes = (configuration._positive_int, configuration._optional_positive_int)
+  if rule not in sizes:
+    pytest.skip("not a size")
+  for value in (0, -4, 2.5, "8", True):
+    with pytest.raises(ValueError) as error:
+      configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
+    _assert_names(error.value, field)
+    _assert_names(error.value, repr(value))
+
+
+@pytest.mark.parametrize("field", _fields())
+def test_a_misspelled_keyword_is_named_with_the_closest_field(field):
+  configuration = _configuration()
+  misspelled = field[:-1]
+  with pytest.raises(TypeError) as error:
+    configuration.MtfSynthesizerConfig(**{misspelled: 1})
+  _assert_names(error.value, repr(misspelled))
+  _assert_names(error.value, repr(field))
+
+
+def test_functions_as_a_string_set_after_construction():
+  config = tiny_models.config(("dot_product",))
+  config.encoder_synthesizers = "dense"
+  config.decoder_synthesizers = "random+dot_product"
+  assert config.encoder_synthesizers == ("dense",)
+  assert config.decoder_synthesizers == ("random", "dot_product")
+  _runs(config)
+
+
+def test_fd_default_factors_follow_n():
+  config = tiny_models.config(("factorized_dense",),
+                              factorized_dense_factors=None)
+  assert config.factorized_dense_factors == (4, 4)
+  config.synthesizer_max_length = 32
+  assert config.factorized_dense_factors == (4, 8)
+  _runs(config)
+
+
+def test_fd_factors_chosen_by_hand_refuse_another_n_at_once(tmp_path):
+  config = tiny_models.config(("factorized_dense",),
+                              factorized_dense_factors=(2, 8))
+  with pytest.raises(ValueError) as error:
+    config.synthesizer_max_length = 32
+  _assert_names(error.value, "factorized_dense_factors")
+  assert (config.synthesizer_max_length,
+          config.factorized_dense_factors) == (16, (2, 8))
+  # The way the message gives: the factors to their default, then N.
+  config.factorized_dense_factors = None
+  config.synthesizer_max_length = 32
+  config.save_pretrained(tmp_path)
+  reloaded = type(config).from_pretrained(tmp_path)
+  assert reloaded.factorized_dense_factors == (4, 8)
+
+
+def test_fd_with_a_prime_n_is_refused():
+  with pytest.raises(ValueError) as error:
+    tiny_models.config(("factorized_dense",), synthesizer_max_length=17,
+                       factorized_dense_factors=None)
+  _assert_names(error.value, "synthesizer_max_length")
+
+
+# mesh's settings of the same meaning (the export's table maps them).
+def _mesh_function_settings():
+  """(mesh class, its setting, the config's field) for the shared settings."""
+  out = []
+  for name, function_class in sorted(synthesizers.BY_NAME.items()):
+    for setting in inspect.signature(function_class.__init__).parameters:
+      # pylint: disable-next=protected-access
+      field = hf_export._FUNCTION_FIELDS.get(setting)
+      if field is not None:
+        out.append((name, function_class, setting, field))
+  return out
+
+
+def _verdict(build) -> bool:
+  try:
+    build()
+  except ValueError:
+    return False
+  return True
+
+
+@pytest.mark.parametrize("shared", _mesh_function_settings(),
+                         ids=lambda s: "%s.%s" % (s[0], s[2]))
+def test_mesh_and_pytorch_agree_on_a_function_setting(shared):
+  name, function_class, setting, field = shared
+  configuration = _configuration()
+  assert field in configuration.FIELD_RULES
+  for value in PROBES:
+    mesh = _verdict(lambda: function_class(**{setting: value}))
+    torch_side = _verdict(lambda: configuration.MtfSynthesizerConfig(
+        **_settings(**{field: value, "encoder_synthesizers": (name,)})))
+    assert mesh == torch_side, (name, setting, value, mesh, torch_side)
+
+
+def test_mesh_and_pytorch_agree_on_n_and_fd_factors():
+  configuration = _configuration()
+  for n in (0, -4, 2.5, "8", None, 7, 8, 16):
+    mesh = _verdict(lambda: layer_lib.SynthesizerAttention(
+        synthesizers=[synthesizers.FactorizedDense()], max_length=n)
+                    .synthesizer.factor_sizes(n))
+    torch_side = _verdict(lambda: configuration.MtfSynthesizerConfig(
+        **_settings(synthesizer_max_length=n,
+                    encoder_synthesizers=("factorized_dense",))))
+    assert mesh == torch_side, (n, mesh, torch_side)
+  for factors in ((4, 4), (2, 8), (1, 16), (3, 5), (0, 16), (-4, -4),
+                  (2.0, 8), (4, None), (None, 4)):
+    a, b = factors
+    mesh = _verdict(lambda: synthesizers.FactorizedDense(a=a, b=b)
+                    .factor_sizes(16))
+    torch_side = _verdict(lambda: configuration.MtfSynthesizerConfig(
+        **_settings(synthesizer_max_length=16, factorized_dense_factors=(
+            a, b), encoder_synthesizers=("factorized_dense",))))
+    if None in factors:  # mesh derives the other one; the config needs both
+      assert not torch_side
+      continue
+    assert mesh == torch_side, (factors, mesh, torch_side)
+  for value in PROBES:
+    mesh = _verdict(lambda: layer_lib.SynthesizerAttention(
+        learned_mixture_weights=value))
+    torch_side = _verdict(lambda: configuration.MtfSynthesizerConfig(
+        **_settings(learned_mixture_weights=value)))
+    assert mesh == torch_side, (value, mesh, torch_side)
+
+
+# Class and config.
+
+
+def _tiny_t5(tmp_path):
+  config = transformers.T5Config(
+      vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=2,
+      feed_forward_proj="gated-gelu", tie_word_embeddings=False)
+  torch.manual_seed(0)
+  transformers.T5ForConditionalGeneration(config).save_pretrained(tmp_path)
+  return str(tmp_path)
+
+
+def test_from_pretrained_refuses_a_t5_and_points_to_from_t5(tmp_path):
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
+  path = _tiny_t5(tmp_path)
+  with pytest.raises(ValueError) as error:
+    modeling.MtfSynthesizerForConditionalGeneration.from_pretrained(path)
+  _assert_names(error.value, "'t5'")
+  _assert_names(error.value, "from_t5")
+  # from_t5 reads the same directory.
+  model = modeling.MtfSynthesizerForConditionalGeneration.from_t5(path)
+  assert model.config.model_type == "mtf_synthesizer"
+
+
+@pytest.mark.parametrize("cut", ["half", "header"])
+def test_from_pretrained_names_a_broken_weights_file(tmp_path, cut):
+  modeling = model_code.load()
+  model = tiny_models.seq2seq(("dense", "dot_product"))
+  model.save_pretrained(tmp_path)
+  path = tmp_path / "model.safetensors"
+  raw = path.read_bytes()
+  path.write_bytes(raw[:len(raw) // 2] if cut == "half" else
+                   raw[:8] + b"\xff" + raw[9:])
+  with pytest.raises(OSError) as error:
+    modeling.MtfSynthesizerForConditionalGeneration.from_pretrained(tmp_path)
+  _assert_names(error.value, str(path))
+
+
+def test_a_seq2seq_class_refuses_a_decoder_only_config():
+  modeling = model_code.load()
+  config = tiny_models.config(("dense",), causal_lm=True)
+  for model_class in (modeling.MtfSynthesizerForConditionalGeneration,
+                      modeling.MtfSynthesizerModel):
+    with pytest.raises(ValueError) as error:
+      model_class(config)
+    _assert_names(error.value, "is_encoder_decoder")
+    _assert_names(error.value, "MtfSynthesizerForCausalLM")
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_the_causal_lm_takes_an_encoder_decoder_config_as_its_decoder(
+    variant):
+  modeling = model_code.load()
+  config = tiny_models.config(variant.components, num_decoder_layers=2)
+  torch.manual_seed(0)
+  model = modeling.MtfSynthesizerForCausalLM(config)
+  assert config.is_encoder_decoder  # the caller's config is not changed
+  assert not model.config.is_encoder_decoder
+  assert len(model.model.block) == 2
+  assert not any("EncDecAttention" in n for n, _ in model.named_parameters())
+  # The same model as one built from the decoder-only config.
+  decoder_only = tiny_models.config(variant.components, causal_lm=True,
+                                    num_layers=2)
+  torch.manual_seed(0)
+  reference = modeling.MtfSynthesizerForCausalLM(decoder_only)
+  reference.load_state_dict(model.state_dict())
+  ids = tiny_models.ids((2, 6), 0)
+  model.eval()
+  reference.eval()
+  with torch.no_grad():
+    torch.testing.assert_close(model(input_ids=ids).logits,
+                               reference(input_ids=ids).logits)
+    generated = model.generate(ids[:, :3], max_new_tokens=3, do_sample=False)
+  assert generated.shape == (2, 6)
+
+
+# The forward pass.
+
+
+def _model(variant, head):
+  build = tiny_models.causal_lm if head == "causal_lm" else (
+      tiny_models.seq2seq)
+  return build(variant.components).eval()
+
+
+def _good(head):
+  ids = tiny_models.ids((2, 6), 0)
+  if head == "causal_lm":
+    return {"input_ids": ids, "labels": ids}
+  return {"input_ids": ids, "labels": tiny_models.ids((2, 4), 1)}
+
+
+def _bad_inputs(head):
+  """(argument named, the inputs) for each kind of bad input."""
+  ids = tiny_models.ids((2, 6), 0)
+  cases = [
+      ("input_ids", {"input_ids": ids.float()}),
+      ("input_ids", {"input_ids": ids[:0]}),
+      ("input_ids", {"input_ids": ids[:, :0]}),
+      ("input_ids", {"input_ids": ids[0]}),
+      ("input_ids", {"input_ids": ids + tiny_models.VOCAB}),
+      ("attention_mask", {"attention_mask": torch.ones(2, 6, 6)}),
+      ("attention_mask", {"attention_mask": torch.ones(2, 5)}),
+      ("attention_mask", {"attention_mask": torch.ones(3, 6)}),
+      ("labels", {"labels": _good(head)["labels"].float()}),
+      ("labels", {"labels": _good(head)["labels"] + tiny_models.VOCAB}),
+      ("inputs_embeds", {"input_ids": None,
+                         "inputs_embeds": torch.ones(2, 6, 32).long()}),
+      ("num_items_in_batch", {"num_items_in_batch": 0}),
+  ]
+  if head == "causal_lm":
+    cases += [
+        ("position_ids", {"position_ids": torch.arange(5)[None]}),
+        ("shift_labels", {"shift_labels": ids[:, :3]}),
+        ("labels", {"labels": ids[:, :3]}),
+    ]
+  else:
+    labels = _good(head)["labels"]
+    cases += [
+        ("decoder_input_ids", {"decoder_input_ids": labels.float()}),
+        ("decoder_input_ids", {"decoder_input_ids": labels[:0]}),
+        ("decoder_attention_mask",
+         {"decoder_input_ids": labels,
+          "decoder_attention_mask": torch.ones(2, 4, 4)}),
+        ("labels", {"decoder_input_ids": labels, "labels": labels[:, :2]}),
+    ]
+  return cases
+
+
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_bad_forward_inputs_name_the_argument(variant, head):
+  model = _model(variant, head)
+  with torch.no_grad():
+    model(**_good(head))  # the good inputs run
+    for argument, bad in _bad_inputs(head):
+      inputs = dict(_good(head), **bad)
+      with pytest.raises(ValueError) as error:
+        model(**inputs)
+      _assert_names(error.value, argument)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
+def test_shift_labels_take_precedence_over_labels(variant):
+  model = _model(variant, "causal_lm")
+  ids = tiny_models.ids((2, 6), 0)
+  shift_labels = tiny_models.ids((2, 6), 3)
+  with torch.no_grad():
+    both = model(input_ids=ids, labels=ids, shift_labels=shift_labels).loss
+    alone = model(input_ids=ids, shift_labels=shift_labels).loss
+  torch.testing.assert_close(both, alone)
+
+
+def test_the_configuration_imports_no_torch(tmp_path):
+  """The configuration file alone, in an environment without torch."""
+  # The environment's packages, torch's left out.
+  site = os.path.dirname(os.path.dirname(transformers.__file__))
+  packages = tmp_path / "site"
+  packages.mkdir()
+  for name in os.listdir(site):
+    if not name.startswith(("torch", "functorch")):
+      os.symlink(os.path.join(site, name), packages / name)
+  code = (
+      "import importlib.util, sys\n"
+      "spec = importlib.util.spec_from_file_location('c', %r)\n"
+      "module = importlib.util.module_from_spec(spec)\n"
+      "spec.loader.exec_module(module)\n"
+      "config = module.MtfSynthesizerConfig(encoder_synthesizers='dense')\n"
+      "print(config.encoder_synthesizers, 'torch' in sys.modules)\n" % (
+          os.path.join(model_code.MODEL_CODE_DIR,
+                       "configuration_mtf_synthesizer.py")))
+  out = subprocess.run(
+      [sys.executable, "-S", "-c", code], capture_output=True, text=True,
+      check=False, cwd=str(tmp_path),
+      env=dict(os.environ, PYTHONPATH=str(packages)))
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "('dense',) False" in out.stdout
