@@ -33,9 +33,6 @@ HEADS = ("seq2seq", "causal_lm")
 # Values of every kind a user may give by mistake (and some valid ones).
 PROBES = (0, -4, 2.5, 1.5, 8, 1, True, None, "8", "dense", (), (-4, -4),
           (4, 4), (3, 5), ("dense",))
-# Every function in play, so that every field reaches the model.
-EVERY_FUNCTION = ("random", "factorized_random", "dense", "factorized_dense",
-                  "dot_product")
 
 
 def _configuration():
@@ -53,8 +50,9 @@ def _settings(**fields):
       synthesizer_max_length=8, factorized_random_k=2,
       factorized_dense_factors=None, relative_attention_num_buckets=8,
       relative_attention_max_distance=16, dropout_rate=0.0,
-      encoder_synthesizers=EVERY_FUNCTION,
-      decoder_synthesizers=("fixed_random", "dense", "dot_product"))
+      # Every function in play, so that every field reaches the model.
+      encoder_synthesizers=tuple(_configuration().FUNCTION_SETTINGS),
+      decoder_synthesizers=tuple(_configuration().FUNCTION_SETTINGS))
   settings.update(fields)
   return settings
 

@@ -38,12 +38,13 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
-from tensorflow.python.ops import control_flow_v2_toggles  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.tpu import tpu  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.tpu.ops import tpu_ops  # pylint: disable=g-direct-tensorflow-import
 
 import xla_harness
 from mtf_synthesizer import attentions
+# The fixture that builds TF loops of one kind (v1 or v2), shared.
+from test_summaries import control_flow  # pylint: disable=unused-import
 
 # Builds many models: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -59,21 +60,6 @@ def absl_flags_parsed():
   """Mesh reads an absl flag (logical_cores_per_chip) when it maps cores."""
   if not flags.FLAGS.is_parsed():
     flags.FLAGS.mark_as_parsed()
-
-
-@pytest.fixture(params=["control flow v1", "control flow v2"])
-def control_flow(request):
-  """Builds TF loops of one kind, then restores TF's setting."""
-  was_v2 = control_flow_v2_toggles.control_flow_v2_enabled()
-  if request.param.endswith("v2"):
-    control_flow_v2_toggles.enable_control_flow_v2()
-  else:
-    control_flow_v2_toggles.disable_control_flow_v2()
-  yield request.param
-  if was_v2:
-    control_flow_v2_toggles.enable_control_flow_v2()
-  else:
-    control_flow_v2_toggles.disable_control_flow_v2()
 
 
 def _tpu_training_step(variant: str, tokens_per_microbatch: int = 0

@@ -173,6 +173,12 @@ class MtfSynthesizerAttention(nn.Module):
     self.function_reads_queries = any(
         f.needs_queries and not f.needs_keys for f in self.functions)
     self.needs_queries = self.needs_keys or self.function_reads_queries
+    # The functions whose logits join the bias, by whether the device's
+    # kernel takes a bias with a gradient: fixed by the functions, so not
+    # recomputed at every call.
+    self.bias_functions = {
+        gradient: bias_functions(self.functions, gradient)
+        for gradient in (False, True)}
     d = config.d_model
     inner = self.num_heads * self.d_kv
     memory_inner = self.memory_heads * self.d_kv
@@ -359,14 +365,14 @@ class MtfSynthesizerAttention(nn.Module):
     dropout = self.dropout if self.training else 0.0
     is_cuda = hidden.is_cuda
     alpha = self.mixture_weights()
-    scales = ([None] * len(self.functions) if alpha is None
-              else alpha.unbind(0))
+    modules = self.functions
+    scales = ([None] * len(modules) if alpha is None else alpha.unbind(0))
     queries = None  # unscaled, for a function that reads them (D's option)
     if self.function_reads_queries:
       queries = self._heads(hidden, self.q)
-    functions = list(zip(self.functions, scales))
-    in_bias = bias_functions(self.functions,
-                             _kernel_layout(is_cuda, True).bias_gradient)
+    functions = list(zip(modules, scales))
+    in_bias = self.bias_functions[
+        _kernel_layout(is_cuda, True).bias_gradient]
     for function, scale in functions:
       if function.name in in_bias:
         term = function(hidden, queries, positions, scale)
@@ -684,7 +690,7 @@ def _pad_width(x: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def _concat_columns(parts: List[torch.Tensor], batch: int,
-                  dtype: torch.dtype) -> torch.Tensor:
+                    dtype: torch.dtype) -> torch.Tensor:
   """[1 or batch, heads, n, c_i] -> [batch, heads, n, sum c_i] in dtype.
 
   One part is expanded over the batch, not copied; several are

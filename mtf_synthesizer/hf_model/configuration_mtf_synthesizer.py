@@ -15,6 +15,7 @@ scaled at run time, learned absolute positions) are fields too, so that
 
 import copy
 import difflib
+import functools
 import inspect
 import numbers
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
@@ -219,6 +220,7 @@ def default_factors(n: int) -> Tuple[int, int]:
   return a, n // a
 
 
+@functools.lru_cache(maxsize=None)
 def _base_fields() -> frozenset:
   """The fields of transformers' PretrainedConfig (a keyword it knows)."""
   return frozenset(PretrainedConfig().to_dict()) | {

@@ -264,7 +264,7 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
     r = self.R
     if positions.query is None:
       r = _narrow(_narrow(r, 1, positions.start, positions.length), 2, 0,
-                positions.memory_length)
+                  positions.memory_length)
       return _scaled_table(r, scale)[None]
     rows = r[:, positions.query]                       # [h, b, t, N]
     index = positions.memory[None, :, None, :].expand(
