@@ -1,0 +1,59 @@
+#!/bin/bash
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+#
+# The GPU checks of docs/pytorch_benchmark.md in one run that fits a time
+# budget: the device check, the gpu preset, the fused path's open choices,
+# the gpu-long preset, one profiled step of D+V and FD, and a compiled
+# training step with a static cache. Each step's output goes to OUT_DIR;
+# a step gets at most its own limit and what is left of the budget, in
+# this order (most needed first).
+#
+#   tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON]
+#   tools/run_gpu_checks.sh runs/gpu 570 python3
+
+set -u
+out=${1:?usage: tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON]}
+budget=${2:-570}
+python=${3:-python3}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+deadline=$(( $(date +%s) + budget ))
+
+step() {  # step NAME LIMIT COMMAND...
+  local name=$1 limit=$2 left
+  shift 2
+  left=$(( deadline - $(date +%s) - 5 ))
+  if (( left < 20 )); then
+    echo "== $name: skipped, ${left}s left"
+    return
+  fi
+  (( limit > left )) && limit=$left
+  echo "== $name (limit ${limit}s) $(date -u +%T)"
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  echo "== $name: exit $? $(date -u +%T)"
+  tail -n 30 "$out/$name.log"
+}
+
+{
+  date -u
+  git rev-parse --short HEAD 2>/dev/null
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  "$python" -c "import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, transformers.__version__)"
+} > "$out/versions.txt" 2>&1
+cat "$out/versions.txt"
+
+bench="$python tools/benchmark_torch.py"
+step check 70 "$python" tools/check_torch_device.py --output_dir "$out/check"
+step gpu 210 $bench --preset gpu --output_dir "$out/gpu"
+step choices 90 "$python" tools/compare_cuda_choices.py --rounds 6 \
+    --repeats 3 --output_dir "$out/choices"
+step long 110 $bench --preset gpu-long --variants R,D,D+V \
+    --generate_repeats 1 --output_dir "$out/long"
+step profile 60 $bench --preset gpu --variants D+V,FD --warmup 1 --steps 1 \
+    --rounds 1 --generate_repeats 0 --profile_dir "$out/profile" \
+    --output_dir "$out/profile_run"
+step compiled 200 $bench --preset gpu --variants D+V,R+V --compile \
+    --cache_implementation static --warmup 1 --steps 2 --rounds 1 \
+    --generate_repeats 1 --output_dir "$out/compiled"
+echo "== done $(date -u +%T)"
