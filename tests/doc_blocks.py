@@ -34,7 +34,7 @@ SHELL_LANGUAGES = ("sh", "bash", "shell")
 # Programs whose lines are commands, by the last part of their path (any
 # `python`, `python3`, `python3.11` too, see `is_python`).
 PROGRAMS = (CLI, "make", "cd", "git", "gcloud", "tensorboard", "docker",
-            "curl", "torchrun")
+            "curl", "torchrun", "run_gpu_checks.sh")
 ELISION = "..."
 
 

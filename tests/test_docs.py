@@ -85,6 +85,8 @@ EXTERNAL = {
     "tensorboard": "serves TensorBoard until it is stopped",
     "docker": "needs a Docker engine and TensorFlow Serving's image",
     "curl": "needs a running TensorFlow Serving server",
+    "run_gpu_checks.sh": "the GPU checks: minutes of a CUDA device (its "
+                         "tools run at tiny dims in their own tests)",
 }
 # Tools whose commands are parsed here and not run, and why.
 TOOLS_NOT_RUN = {
@@ -119,6 +121,8 @@ RUN_ELSEWHERE = {
     ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch_benchmark.md", "check_torch_device.py"):
         "test_torch_device_check.py",
+    ("docs/pytorch_benchmark.md", "compare_cuda_choices.py --device cpu"):
+        "test_torch_cuda_choices.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (

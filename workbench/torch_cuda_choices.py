@@ -3,8 +3,8 @@
 """Choices of the fused attention path, each pair timed side by side.
 
 Three places where the PyTorch model could compute the same numbers
-another way, each measured as the model's way ("model") against the
-alternative, at the `gpu` preset's dims by default (batch 32 x 512,
+another way, each measured as the way the model took when the choice was
+open ("model") against the alternative, at the `gpu` preset's dims by default (batch 32 x 512,
 d_model 768, 12 heads x 64, N = 512), forward and backward, bf16 autocast
 on CUDA (float32 on a CPU):
 
@@ -14,9 +14,10 @@ on CUDA (float32 on a CPU):
   for D, 129 for D+V, rounded up to the kernel's multiple of 8). One
   attention layer (`MtfSynthesizerAttention`, sdpa), with a relative bias
   that needs a gradient, for D and for D+V.
-- **rms_norm**: the model's norm (`MtfSynthesizerRMSNorm`: float32 mean of
-  squares, rsqrt) or `torch.nn.functional.rms_norm`, on the residual
-  stream [batch, t, d_model] in float32.
+- **rms_norm**: the norm composed of operators (float32 mean of squares,
+  rsqrt: the model's before 2026-11-27, and still a bf16 model's) or
+  `torch.nn.functional.rms_norm` (since then the model's in float32), on
+  the residual stream [batch, t, d_model] in float32.
 - **fd_flex**: FD's attention core, its logits C_ij = A_i[j mod a] B_i[j //
   a] (eq. 5-6) plus T5's relative bias written as sdpa's bias (the model's
   route: zero queries and keys, the memory-efficient kernel), or computed
@@ -179,7 +180,8 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
   layer = attention.MtfSynthesizerAttention(_config(dims, functions),
                                             functions).to(device)
   for p in layer.parameters():  # b2 and alpha start at zero: not a test
-    torch.nn.init.normal_(p, std=p.detach().std().item() or 0.5)
+    spread = p.detach().std().item() if p.numel() > 1 else 0.0
+    torch.nn.init.normal_(p, std=spread if spread > 0 else 0.5)
   positions = functions_module.Positions(start=0, length=dims.length,
                                          memory_length=dims.length)
   shape = (dims.batch, dims.length, dims.d_model)
@@ -220,23 +222,39 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
   return result
 
 
+def composed_rms_norm(x: torch.Tensor, weight: torch.Tensor,
+                      epsilon: float) -> torch.Tensor:
+  """mesh's norm written out: x rsqrt(mean(x^2) + epsilon) weight.
+
+  The model's norm before it took `F.rms_norm` for float32, and still its
+  norm of a bf16 model (there with float32 statistics).
+  """
+  x32 = x.float()
+  normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + epsilon)
+  return normed.to(x.dtype) * weight.to(x.dtype)
+
+
 def compare_rms_norm(dims: Dims, device: torch.device, rounds: int,
                      repeats: int) -> Comparison:
-  """The model's norm or `torch.nn.functional.rms_norm`."""
-  modeling = bench_models.load_model_code()
-  norm = modeling.MtfSynthesizerRMSNorm(dims.d_model, 1e-6).to(device)
-  torch.nn.init.normal_(norm.weight, 1.0, 0.1)
+  """The norm composed of operators or `torch.nn.functional.rms_norm`."""
+  torch.manual_seed(0)
+  weight = torch.nn.Parameter(
+      torch.normal(1.0, 0.1, (dims.d_model,), device=device))
   shape = (dims.batch, dims.length, dims.d_model)
   x = torch.randn(shape, device=device, requires_grad=True)
   cotangent = torch.randn(shape, device=device)
+  epsilon = 1e-6
+
+  def composed():
+    return composed_rms_norm(x, weight, epsilon)
 
   def functional():
-    return torch.nn.functional.rms_norm(
-        x, (dims.d_model,), norm.weight, eps=norm.epsilon)
+    return torch.nn.functional.rms_norm(x, (dims.d_model,), weight,
+                                        eps=epsilon)
 
   result = Comparison("rms_norm", "[%d, %d, %d] float32" % shape)
-  inputs = [x, norm.weight]
-  reference, alternative = norm(x), functional()
+  inputs = [x, weight]
+  reference, alternative = composed(), functional()
   result.difference = _difference(
       [alternative] + _grads(alternative, inputs, cotangent),
       [reference] + _grads(reference, inputs, cotangent))
@@ -248,7 +266,7 @@ def compare_rms_norm(dims: Dims, device: torch.device, rounds: int,
       out.backward(cotangent)
     return step
 
-  times = time_pair({"model": call(lambda: norm(x)),
+  times = time_pair({"model": call(composed),
                      "alternative": call(functional)},
                     device, rounds, repeats)
   result.model_ms = 1e3 * times["model"]

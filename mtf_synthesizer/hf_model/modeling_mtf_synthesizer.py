@@ -108,6 +108,13 @@ class MtfSynthesizerRMSNorm(nn.Module):
     self.epsilon = epsilon
 
   def forward(self, x: torch.Tensor) -> torch.Tensor:
+    if (x.dtype == torch.float32 and self.weight.dtype == torch.float32 and
+        not torch.jit.is_tracing()):
+      # The residual stream of float32 weights (under autocast too): one
+      # fused kernel (docs/pytorch_benchmark.md, "Choices on CUDA"). The
+      # TorchScript exporter has no ONNX operator for it.
+      return nn.functional.rms_norm(x, (x.shape[-1],), self.weight,
+                                    self.epsilon)
     # One cast: the TorchScript tracer chains a second no-op cast of x onto
     # the first, which onnxruntime's graph optimizer then mis-wires.
     x32 = x.float()
