@@ -75,7 +75,8 @@ def test_input_independent_is_what_the_logits_are(name):
   hidden = torch.randn(2, length, config.d_model)
   queries = torch.randn(2, config.num_heads, length, config.d_kv)
   with torch.no_grad():
-    logits = function(hidden, queries, modeling.Positions(0, length, length))
+    logits = function.logits(hidden, queries,
+                             modeling.Positions(0, length, length))
   assert logits.shape[1:] == (config.num_heads, length, length)
   assert logits.shape[0] == (1 if function.input_independent else 2), name
 

@@ -318,8 +318,8 @@ class MtfSynthesizerAttention(nn.Module):
     for i, function in enumerate(self.functions):
       if function.needs_keys:  # the dot product: the kernel's Q K^T
         continue
-      term = function(hidden, queries, positions,
-                      None if alpha is None else alpha[i])
+      term = function.logits(hidden, queries, positions,
+                             None if alpha is None else alpha[i])
       bias = _add_to_bias(bias, term)
     dropout = self.dropout if self.training else 0.0
     if not self.needs_keys:
@@ -375,7 +375,7 @@ class MtfSynthesizerAttention(nn.Module):
         _kernel_layout(is_cuda, True).bias_gradient]
     for function, scale in functions:
       if function.name in in_bias:
-        term = function(hidden, queries, positions, scale)
+        term = function.logits(hidden, queries, positions, scale)
         if term.shape[0] > 1:
           # Per example (FD's), in the logits' dtype (autocast's, where
           # on): not promoted to float32 by a float32 bias.
@@ -395,8 +395,8 @@ class MtfSynthesizerAttention(nn.Module):
     if route is Route.LOGITS:
       for function, scale in functions:
         if not function.needs_keys and function.name not in in_bias:
-          bias = _add_to_bias(bias, function(hidden, queries, positions,
-                                             scale))
+          bias = _add_to_bias(bias, function.logits(hidden, queries,
+                                                    positions, scale))
       if not self.needs_keys:
         return synthesized_attention_forward(self, values, bias,
                                              dropout)[0], None

@@ -67,16 +67,16 @@ class Positions:
 
 
 # ---------------------------------------------------------------------------
-# Synthesizing functions. Each but the dot product returns its logits
-# [batch or 1, heads, length, memory_length] in float32 (FD's, which has a
-# batch dimension, in autocast's dtype where autocast is on: the dtype the
-# kernel reads), times `scale` (a mixture weight per head) applied to its
-# cheapest factor: the readable reference that the eager kernel adds to its
-# bias. Each also says what it gives the fused kernel (`contributes`):
-# COLUMNS, a query side [1 or batch, heads, length, c], a key side [1 or
-# batch, heads, memory_length, c] and a bias per key [1 or batch, heads,
-# memory_length] (or None) that make its logits (`columns()`), or BIAS, its
-# logits as an additive bias (`forward()`).
+# Synthesizing functions. Each but the dot product has one formulation of
+# its logits [batch or 1, heads, length, memory_length], times `scale` (a
+# mixture weight per head) applied to its cheapest factor, and says which
+# (`contributes`): COLUMNS, a query side [1 or batch, heads, length, c], a
+# key side [1 or batch, heads, memory_length, c] and a bias per key [1 or
+# batch, heads, memory_length] (or None) whose product is its logits
+# (`columns()`), or BIAS, the logits themselves (`forward()`; FD's, which
+# have a batch dimension, in autocast's dtype where autocast is on: the
+# dtype the kernel reads). `logits()` gives either as logits: what the
+# eager kernel adds to its bias.
 
 # What a function contributes to the fused kernel.
 COLUMNS = "columns"
@@ -132,6 +132,31 @@ class MtfSynthesizerFunction(nn.Module):
     """
     raise NotImplementedError
 
+  def logits(self, hidden: torch.Tensor, queries: Optional[torch.Tensor],
+             positions: Positions, scale: Optional[torch.Tensor] = None
+             ) -> torch.Tensor:
+    """Its logits S [1 or batch, heads, length, memory_length], times scale.
+
+    From the one formulation the function declares: a BIAS function's
+    `forward()`, a COLUMNS function's `columns()` multiplied out
+    (`columns_product`). The eager path adds them to its bias, as the
+    fused path does for those that join the kernel's bias.
+
+    Args:
+      hidden: the layer input [batch, t, d_model].
+      queries: the layer's unscaled queries [batch, heads, t, d_kv], or
+        None (read by a function with `needs_queries`).
+      positions: the call's positions.
+      scale: the function's mixture weight per head [heads], or None.
+
+    Returns:
+      float32 logits, or autocast's dtype where autocast is on.
+    """
+    if self.contributes == COLUMNS:
+      return columns_product(*self.columns(hidden, queries, positions,
+                                           scale))
+    return self(hidden, queries, positions, scale)
+
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
     """mesh's shape of each weight whose PyTorch shape merges its dims.
 
@@ -176,6 +201,41 @@ def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
   No call is dispatched then: decoding steps are bound by the host's work.
   """
   return x if x.dtype == dtype else x.to(dtype)
+
+
+def columns_product(query: torch.Tensor, key: torch.Tensor,
+                    key_bias: Optional[torch.Tensor]) -> torch.Tensor:
+  """A COLUMNS function's logits: query . key^T plus the bias per key.
+
+  Args:
+    query: [1 or batch, heads, t, c].
+    key: [1 or batch, heads, s, c].
+    key_bias: [1 or batch, heads, s], or None.
+
+  Returns:
+    [1 or batch, heads, t, s] in float32, or autocast's dtype where
+    autocast is on.
+  """
+  dtype = _logits_dtype(query)
+  query, key = _cast(query, dtype), _cast(key, dtype)
+  if key_bias is not None:
+    key_bias = _cast(key_bias, dtype)
+  if key.shape[0] == 1 and (key_bias is None or key_bias.shape[0] == 1):
+    # Keys shared by the batch: one matmul batched over heads on each
+    # head's rows (a view of a projection's output), so that the key side
+    # is neither expanded per example nor its gradient summed over them.
+    b, h, t, c = query.shape
+    rows = query.transpose(0, 1).reshape(h, b * t, c)
+    keys = key[0].transpose(1, 2)
+    if key_bias is None:
+      out = torch.bmm(rows, keys)
+    else:
+      out = torch.baddbmm(key_bias[0][:, None, :], rows, keys)
+    return out.view(h, b, t, -1).transpose(0, 1)
+  out = torch.matmul(query, key.transpose(-1, -2))
+  if key_bias is not None:
+    out = out + key_bias[:, :, None, :]
+  return out
 
 
 def _glorot_limit(fan_in: int, fan_out: int) -> float:
@@ -298,22 +358,6 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
                           config.synthesizer_max_length)
     return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
-  def forward(self, hidden, queries, positions: Positions, scale=None):
-    del hidden, queries
-    if positions.query is None and positions.memory is None:
-      # The same for every example: one matmul batched over heads, the
-      # scale on R1's rows in use.
-      start = positions.start
-      r1 = _scaled_table(_narrow(self.R1, 1, start, positions.length), scale)
-      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()
-      return torch.bmm(r1, r2.transpose(1, 2))[None]
-    r1 = _rows(_scaled_table(self.R1, scale), positions)   # [1|b, h, t, k]
-    if positions.memory is None:
-      r2 = _narrow(self.R2, 1, 0, positions.memory_length).float()[None]
-    else:
-      r2 = self.R2[:, positions.memory].float().transpose(0, 1)
-    return torch.matmul(r1, r2.transpose(-1, -2))
-
   def columns(self, hidden, queries, positions: Positions, scale=None):
     """(R1's query rows, scale * R2's memory rows, None): k columns each."""
     del hidden, queries
@@ -400,40 +444,6 @@ class MtfSynthesizerDense(_DenseHidden):
     if self.use_bias:
       out["b2"] = ("zeros", 0.0)
     return out
-
-  def forward(self, hidden, queries, positions: Positions, scale=None):
-    if self.share_query_projection:
-      rows = torch.relu(queries).transpose(0, 1).flatten(1, 2)
-    else:
-      rows = self.hidden_rows(hidden)  # [heads, batch * t, hidden]
-    # The scale on the smaller factor: W2's columns and b2, or the logits
-    # (fewer rows than W2's, as in a decoding step).
-    late = scale is not None and rows.shape[1] < self.w2.shape[1]
-    early = None if late else scale
-    # float32, or autocast's dtype: under autocast the hidden rows are not
-    # copied to float32 only for the matmul to copy them back.
-    dtype = _logits_dtype(rows)
-    rows = _cast(rows, dtype)
-    if positions.memory is None:
-      # One matmul batched over heads with b2 as its addend.
-      s = positions.memory_length
-      w2 = _cast(_scaled_table(_narrow(self.w2, 2, 0, s), early), dtype)
-      if self.use_bias:
-        b2 = _cast(_scaled_table(_narrow(self.b2, 1, 0, s)[:, None], early),
-                   dtype)  # [h, 1, s]
-        logits = torch.baddbmm(b2, rows, w2)
-      else:
-        logits = torch.bmm(rows, w2)
-      logits = _heads_from_rows(logits, hidden.shape[0])
-    else:  # columns per example (a static cache's positions)
-      w2 = _cast(_columns(_scaled_table(self.w2, early), positions), dtype)
-      logits = torch.matmul(_heads_from_rows(rows, hidden.shape[0]), w2)
-      if self.use_bias:
-        b2 = _cast(_columns(_scaled_table(self.b2, early), positions), dtype)
-        logits = logits + b2[:, :, None, :]
-    if late:
-      logits = _times_each_head(logits, scale)
-    return logits
 
   def columns(self, hidden, queries, positions: Positions, scale=None):
     """(relu(W1 X + b1), scale * W2^T's memory rows, scale * b2's columns).
