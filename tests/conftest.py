@@ -95,6 +95,32 @@ def pytest_collection_modifyitems(items):
   slow = {item.module.__name__ for item in items
           if item.get_closest_marker("slow")}
   items.sort(key=lambda item: item.module.__name__ not in slow)
+  for item in items:
+    item.extra_keyword_matches.update(_function_keywords(item))
+
+
+# Each attention of the table by its label and its name.
+_ATTENTIONS_BY_KEY = {key: a for a in attentions.ATTENTIONS
+                      for key in (a.label, a.name)}
+
+
+def _function_keywords(item) -> List[str]:
+  """The synthesizing functions a test's parameters name (for `-k`).
+
+  A test parametrized by an attention of the table, given as its entry,
+  its label ("FR+V") or its name, also matches `-k <function name>`
+  ("factorized_random") and `-k <variant name>`.
+  """
+  callspec = getattr(item, "callspec", None)
+  if callspec is None:
+    return []
+  out = []
+  for value in callspec.params.values():
+    attention = value if isinstance(value, attentions.Attention) else (
+        _ATTENTIONS_BY_KEY.get(value) if isinstance(value, str) else None)
+    if attention is not None:
+      out.extend((attention.name,) + tuple(attention.components))
+  return out
 
 
 VARIANTS = attentions.VARIANT_NAMES
