@@ -1,6 +1,6 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""A broken weights file is named before it is loaded (hf_model/files.py).
+"""A broken weights file is named before it is loaded (hf_model/weight_files_mtf_synthesizer.py).
 
 Files written by safetensors are cut or spoiled in the ways a copy or a
 download goes wrong; safetensors' own reader (the reference) refuses each,
@@ -19,7 +19,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from mtf_synthesizer.commands import from_t5 as from_t5_command
-from mtf_synthesizer.hf_model import files
+from mtf_synthesizer.hf_model import weight_files_mtf_synthesizer as files
 import test_from_t5
 
 

@@ -54,7 +54,7 @@ from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
 from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
-from .files import check_weights
+from .weight_files_mtf_synthesizer import check_weights
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS

@@ -41,7 +41,7 @@ from transformers.utils import logging
 
 # pylint: disable=relative-beyond-top-level
 from .configuration_mtf_synthesizer import T5_MODEL_TYPES
-from .files import check_weights
+from .weight_files_mtf_synthesizer import check_weights
 from .functions_mtf_synthesizer import MtfSynthesizerFunction
 # pylint: enable=relative-beyond-top-level
 
