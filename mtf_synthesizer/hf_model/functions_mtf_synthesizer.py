@@ -229,8 +229,8 @@ def columns_product(query: torch.Tensor, key: torch.Tensor,
     keys = key[0].transpose(1, 2)
     if key_bias is None:
       out = torch.bmm(rows, keys)
-    else:
-      out = torch.baddbmm(key_bias[0][:, None, :], rows, keys)
+    else:  # [1, heads, s] -> [heads, 1, s]: the addend of every row
+      out = torch.baddbmm(key_bias.transpose(0, 1), rows, keys)
     return out.view(h, b, t, -1).transpose(0, 1)
   out = torch.matmul(query, key.transpose(-1, -2))
   if key_bias is not None:
