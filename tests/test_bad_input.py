@@ -25,7 +25,6 @@ import tiny_models
 from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer.export import hf_export
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
@@ -204,16 +203,20 @@ def test_fd_with_a_prime_n_is_refused():
   _assert_names(error.value, "synthesizer_max_length")
 
 
-# mesh's settings of the same meaning (the export's table maps them).
+# mesh's settings of the same meaning (the configuration's table maps them).
 def _mesh_function_settings():
-  """(mesh class, its setting, the config's field) for the shared settings."""
+  """(mesh class, its setting, the config's field) for the shared settings.
+
+  The settings that fill a whole field: FD's a and b, items of
+  factorized_dense_factors, are probed as a pair by
+  test_mesh_and_pytorch_agree_on_n_and_fd_factors.
+  """
   out = []
+  table = _configuration().FUNCTION_SETTINGS
   for name, function_class in sorted(synthesizers.BY_NAME.items()):
-    for setting in inspect.signature(function_class.__init__).parameters:
-      # pylint: disable-next=protected-access
-      field = hf_export._FUNCTION_FIELDS.get(setting)
-      if field is not None:
-        out.append((name, function_class, setting, field))
+    for setting, target in table[name].mesh_settings.items():
+      if target.item is None:
+        out.append((name, function_class, setting, target.field))
   return out
 
 
