@@ -204,16 +204,83 @@ def test_fd_with_a_prime_n_is_refused():
   _assert_names(error.value, "synthesizer_max_length")
 
 
-# mesh's settings of the same meaning (the export's table maps them).
+def test_every_mesh_setting_is_declared_with_a_field():
+  """Each function's export settings are its row's of FUNCTION_SETTINGS,
+  and each field a row names is a field of the configuration."""
+  configuration = _configuration()
+  table = configuration.FUNCTION_SETTINGS
+  assert sorted(table) == sorted(synthesizers.BY_NAME)
+  for name, function_class in synthesizers.BY_NAME.items():
+    given = function_class().export_settings(16)
+    assert set(table[name].mesh_settings) == set(given), name
+  fields = inspect.signature(
+      configuration.MtfSynthesizerConfig.__init__).parameters
+  for name, settings in table.items():
+    assert set(settings.fields) <= set(fields), name
+    items = {}
+    for target in settings.mesh_settings.values():
+      if target.item is not None:
+        items.setdefault(target.field, []).append(target.item)
+    for field, indexes in items.items():  # a field's items: 0, 1, ...
+      assert sorted(indexes) == list(range(len(indexes))), (name, field)
+
+
+def _exported_fields(functions):
+  """The export's fields of a causal LM whose self-attention has functions.
+
+  Args:
+    functions: the functions' settings as mesh's layer gives them (each
+      with its "name").
+
+  Returns:
+    `hf_export.flat_config`'s fields.
+  """
+  attention = {"type": "SynthesizerAttention", "num_heads": 2, "d_kv": 4,
+               "num_memory_heads": 0, "scale_queries": False,
+               "relative_attention": "bias_shared",
+               "relative_attention_num_buckets": 8, "functions": functions,
+               "max_length": 16, "learned_weights": True}
+  stack = {"num_blocks": 1, "positional_embedding": None,
+           "logits": "embedding",
+           "layers": [attention, {"type": "DenseReluDense", "d_ff": 8,
+                                  "activations": ["relu"]}]}
+  return hf_export.flat_config({"transformer": stack}, d_model=8,
+                               vocab_size=16, shared_embedding=True,
+                               layer_norm_epsilon=1e-6)
+
+
+def test_the_export_fills_the_fields_each_function_declares():
+  """mesh's settings reach the fields of their function's row (FD's a and b
+  as the items of its factors); a setting its row lacks is named."""
+  functions = [dict(synthesizers.BY_NAME[name](**settings).export_settings(
+      16), name=name) for name, settings in (
+          ("factorized_dense", {"a": 2, "b": 8, "hidden_size": 3}),
+          ("factorized_random", {"k": 5}))]
+  fields = _exported_fields(functions)
+  config = _configuration().MtfSynthesizerConfig(
+      **dict(fields, relative_attention_max_distance=16))
+  assert (config.factorized_dense_factors, config.dense_hidden_size,
+          config.factorized_random_k) == ((2, 8), 3, 5)
+  # A setting that is another function's: no field of this one.
+  with pytest.raises(hf_export.ExportError) as error:
+    _exported_fields([{"name": "dense", "k": 5}])
+  assert "'k'" in str(error.value) and "dense" in str(error.value)
+
+
+# mesh's settings of the same meaning (the configuration's table maps them).
 def _mesh_function_settings():
-  """(mesh class, its setting, the config's field) for the shared settings."""
+  """(mesh class, its setting, the config's field) for the shared settings.
+
+  The settings that fill a whole field: FD's a and b, items of
+  factorized_dense_factors, are probed as a pair by
+  test_mesh_and_pytorch_agree_on_n_and_fd_factors.
+  """
   out = []
+  table = _configuration().FUNCTION_SETTINGS
   for name, function_class in sorted(synthesizers.BY_NAME.items()):
-    for setting in inspect.signature(function_class.__init__).parameters:
-      # pylint: disable-next=protected-access
-      field = hf_export._FUNCTION_FIELDS.get(setting)
-      if field is not None:
-        out.append((name, function_class, setting, field))
+    for setting, target in table[name].mesh_settings.items():
+      if target.item is None:
+        out.append((name, function_class, setting, target.field))
   return out
 
 

@@ -19,7 +19,9 @@
 
 The export reads the checkpoint with TensorFlow and writes with
 `safetensors.numpy`; only the tokenizer is written by `transformers` (which
-imports torch when it is installed). Neither torch nor the model's code is
+imports torch when it is installed). Of the model's code it reads the
+configuration's table of synthesizing functions (`FUNCTION_SETTINGS`: the
+field each of mesh's settings fills), which needs no torch; torch is not
 needed to export.
 """
 
@@ -195,12 +197,21 @@ def _one(values: Dict[str, Any], what: str) -> Any:
 _FEED_FORWARD = {("relu",): "relu", ("gelu", "linear"): "gated-gelu",
                  ("silu", "linear"): "gated-silu", ("swish", "linear"):
                  "gated-swish", ("gelu",): "gelu"}
-# Settings a synthesizing function's export_settings() may give, and the
-# configuration field each one fills.
-_FUNCTION_FIELDS = {"k": "factorized_random_k",
-                    "hidden_size": "dense_hidden_size",
-                    "use_bias": "synthesizer_use_bias",
-                    "share_query_projection": "dense_share_query_projection"}
+
+
+def _function_settings() -> Dict[str, Any]:
+  """The PyTorch configuration's table of synthesizing functions.
+
+  Imported when a model is described, not with this module: the
+  configuration imports transformers (and transformers torch, where it is
+  installed), which the tokenizer's writing imports anyway.
+
+  Returns:
+    `FUNCTION_SETTINGS`: each function's name -> its `FunctionSettings`.
+  """
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
+  return configuration_mtf_synthesizer.FUNCTION_SETTINGS
 
 
 def flat_config(stacks: Dict[str, Dict[str, Any]], d_model: int,
@@ -298,26 +309,33 @@ def flat_config(stacks: Dict[str, Dict[str, Any]], d_model: int,
     config["learned_mixture_weights"] = _one(
         {n: l["learned_weights"] for n, l in functions.items()
          if len(l["functions"]) > 1} or {"": True}, "mixture setting")
+    declared = _function_settings()
     per_setting = {}
     for stack, layer in functions.items():
       for function in layer["functions"]:
+        name = function["name"]
+        if name not in declared:
+          raise ExportError("the synthesizing function %r has no PyTorch "
+                            "implementation (PyTorch's: %s)" % (
+                                name, ", ".join(declared)))
         for key, value in function.items():
           if key == "name":
             continue
-          field = ("factorized_dense_factors" if key in ("a", "b")
-                   else _FUNCTION_FIELDS.get(key))
-          if field is None:
+          target = declared[name].mesh_settings.get(key)
+          if target is None:
             raise ExportError("the setting %r of %s has no PyTorch "
-                              "configuration field" % (key, function["name"]))
-          per_setting.setdefault(field, {})[
-              "%s/%s/%s" % (stack, function["name"], key)] = value
-    for field, values in per_setting.items():
-      if field == "factorized_dense_factors":
-        a = _one({k: v for k, v in values.items() if k.endswith("/a")}, "a")
-        b = _one({k: v for k, v in values.items() if k.endswith("/b")}, "b")
-        config[field] = [a, b]
+                              "configuration field" % (key, name))
+          per_setting.setdefault(target, {})[
+              "%s/%s/%s" % (stack, name, key)] = value
+    items = {}
+    for target, values in per_setting.items():
+      if target.item is None:
+        config[target.field] = _one(values, target.field)
       else:
-        config[field] = _one(values, field)
+        items.setdefault(target.field, {})[target.item] = _one(
+            values, "%s item %d" % (target.field, target.item))
+    for field, values in items.items():
+      config[field] = [values[i] for i in sorted(values)]
   return config
 
 

@@ -14,11 +14,13 @@ scaled at run time, learned absolute positions) are fields too, so that
 """
 
 import copy
+import dataclasses
 import difflib
 import functools
 import inspect
 import numbers
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from transformers import PretrainedConfig
 
@@ -28,20 +30,63 @@ RELATIVE_ATTENTION_TYPES = (None, "bias", "bias_shared")
 T5_MODEL_TYPES = ("t5", "mt5")
 
 
+class SettingField(NamedTuple):
+  """The configuration field that a setting of mesh's export fills.
+
+  Attributes:
+    field: the field of MtfSynthesizerConfig.
+    item: the item of the field the setting is (FD's a and b: items 0 and
+      1 of `factorized_dense_factors`), or None: the whole field.
+  """
+  field: str
+  item: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionSettings:
+  """A synthesizing function's settings: mesh's and the configuration's.
+
+  Attributes:
+    mesh_settings: each setting of the function's `export_settings()` in
+      mesh (`mtf_synthesizer.synthesizers`) -> the field it fills.
+    reads_max_length: the function holds a table of
+      `synthesizer_max_length` positions (all of them but the dot product).
+  """
+  mesh_settings: Mapping[str, SettingField] = dataclasses.field(
+      default_factory=dict)
+  reads_max_length: bool = True
+
+  @property
+  def fields(self) -> Tuple[str, ...]:
+    """The configuration fields the function reads, each once."""
+    fields = ("synthesizer_max_length",) if self.reads_max_length else ()
+    for setting in self.mesh_settings.values():
+      if setting.field not in fields:
+        fields += (setting.field,)
+    return fields
+
+
 # The synthesizing functions (mesh's names, `mtf_synthesizer.synthesizers`)
-# and the fields of the configuration each one reads: the table that the
-# configuration checks names and settings against without torch, and that
-# functions_mtf_synthesizer.py implements (one class per name; the dot
+# and their settings: the table that the configuration checks names against
+# without torch, that the export reads mesh's settings into fields by, and
+# that functions_mtf_synthesizer.py implements (one class per name; the dot
 # product is the kernel's Q K^T).
 FUNCTION_SETTINGS = {
-    "dot_product": (),
-    "random": ("synthesizer_max_length",),
-    "fixed_random": ("synthesizer_max_length",),
-    "factorized_random": ("synthesizer_max_length", "factorized_random_k"),
-    "dense": ("synthesizer_max_length", "dense_hidden_size",
-              "dense_share_query_projection", "synthesizer_use_bias"),
-    "factorized_dense": ("synthesizer_max_length", "factorized_dense_factors",
-                         "dense_hidden_size", "synthesizer_use_bias"),
+    "dot_product": FunctionSettings(reads_max_length=False),
+    "random": FunctionSettings(),
+    "fixed_random": FunctionSettings(),
+    "factorized_random": FunctionSettings({
+        "k": SettingField("factorized_random_k")}),
+    "dense": FunctionSettings({
+        "hidden_size": SettingField("dense_hidden_size"),
+        "use_bias": SettingField("synthesizer_use_bias"),
+        "share_query_projection": SettingField(
+            "dense_share_query_projection")}),
+    "factorized_dense": FunctionSettings({
+        "a": SettingField("factorized_dense_factors", 0),
+        "b": SettingField("factorized_dense_factors", 1),
+        "hidden_size": SettingField("dense_hidden_size"),
+        "use_bias": SettingField("synthesizer_use_bias")}),
 }
 
 
