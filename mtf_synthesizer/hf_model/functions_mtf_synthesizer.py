@@ -114,7 +114,7 @@ class MtfSynthesizerFunction(nn.Module):
       if cls.name not in FUNCTION_SETTINGS:
         raise ValueError(
             "synthesizing function %r is not in the configuration's "
-            "FUNCTION_SETTINGS (%s): add it there with the fields it reads" %
+            "FUNCTION_SETTINGS (%s): add its FunctionSettings row there" %
             (cls.name, ", ".join(FUNCTION_SETTINGS)))
       FUNCTIONS[cls.name] = cls
 
