@@ -102,14 +102,28 @@ def _batches():
   return out
 
 
-def _mesh_training(root, name):
-  """mesh's losses over the batches, and the directory of its start."""
+def mesh_training(root, name, gin_files=None, bindings=()):
+  """mesh's losses over the batches, and the directory of its start.
+
+  Args:
+    root: a folder for the model's directory.
+    name: a variant of the table, or the directory's name where
+      `gin_files` are given.
+    gin_files: the model's gin files after T5.1.1's tiny model (default:
+      the variant's).
+    bindings: gin bindings after SIZES.
+
+  Returns:
+    (the model directory, the losses, each small variable's draws).
+  """
   model_dir = root / name
   model_dir.mkdir()
+  if gin_files is None:
+    gin_files = commands.variant_gin_files(name)
   gin.clear_config()
   gin.parse_config_files_and_bindings(
-      ["defaults.gin", "models/t5.1.1.tiny.gin"] +
-      commands.variant_gin_files(name), SIZES)
+      ["defaults.gin", "models/t5.1.1.tiny.gin"] + list(gin_files),
+      SIZES + list(bindings))
   losses = []
   try:
     with tf.Graph().as_default():
@@ -172,7 +186,7 @@ def _small(variables, draws):
           v.shape.num_elements() * (draws - 1) < SAMPLES]
 
 
-def _torch_training(export_dir):
+def torch_training(export_dir):
   """The README's recipe over the same batches: the losses."""
   model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
       export_dir, trust_remote_code=True)
@@ -197,10 +211,10 @@ def runs(tmp_path_factory):
   root = tmp_path_factory.mktemp("follows")
   out = {}
   for name in NAMES:
-    model_dir, mesh_losses, draws = _mesh_training(root, name)
+    model_dir, mesh_losses, draws = mesh_training(root, name)
     export_dir = root / (name + "_hf")
     hf_export.export(str(model_dir), str(export_dir), vocabulary="byte")
-    model, torch_losses = _torch_training(str(export_dir))
+    model, torch_losses = torch_training(str(export_dir))
     out[name] = {"mesh": mesh_losses, "torch": torch_losses,
                  "config": model.config, "start": str(export_dir),
                  "mesh_draws": draws}
@@ -349,11 +363,25 @@ def _values(model, draw):
 @pytest.mark.parametrize("name", NAMES)
 def test_init_draws_as_mesh(runs, name):
   """Every weight of from_config's model is drawn as mesh draws it."""
-  config = runs[name]["config"]
+  failures, exported = init_draw_failures(runs[name])
+  assert not failures, "\n".join(failures)
+  assert len(exported) >= 8
+
+
+def init_draw_failures(run):
+  """How from_config's draws differ from mesh's (empty: they do not).
+
+  Args:
+    run: a `runs` entry: its config, exported start and mesh's draws.
+
+  Returns:
+    (the failures, described; the exported start's weights by name).
+  """
+  config = run["config"]
   start = transformers.AutoModelForSeq2SeqLM.from_pretrained(
-      runs[name]["start"], trust_remote_code=True)
+      run["start"], trust_remote_code=True)
   exported = tiny_models.weights(start)
-  mesh = _by_torch_name(runs[name]["mesh_draws"], config.num_heads)
+  mesh = _by_torch_name(run["mesh_draws"], config.num_heads)
   # The draws are named as the export names the start: the first is it.
   for key, values in mesh.items():
     np.testing.assert_array_equal(values[0], exported[key].detach().numpy(),
@@ -388,5 +416,4 @@ def test_init_draws_as_mesh(runs, name):
       for why in _drawn_from(values, spec):
         failures.append("%s (%s, %d values) declared %s: %s" % (
             key, side, values.size, spec, why))
-  assert not failures, "\n".join(failures)
-  assert len(exported) >= 8
+  return failures, exported

@@ -1,6 +1,8 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""A broken weights file is named before it is loaded (hf_model/weight_files_mtf_synthesizer.py).
+"""A broken weights file is named before it is loaded.
+
+(mtf_synthesizer/hf_model/weight_files_mtf_synthesizer.py)
 
 Files written by safetensors are cut or spoiled in the ways a copy or a
 download goes wrong; safetensors' own reader (the reference) refuses each,

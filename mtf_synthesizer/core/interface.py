@@ -167,7 +167,12 @@ class SynthesizingFunction:
     * `trainable`: their variables are trained (False: no gradient and no
       optimizer slot, as Fix's table);
     * `marker_variable`: their first variable, under their scope; its
-      presence in a checkpoint shows that a layer uses them (`marker()`).
+      presence in a checkpoint shows that a layer uses them (`marker()`);
+    * `export_ranks`: for a function outside the paper's (whose variables
+      Table 1's reference gives, `core/reference.variable_shapes`), the
+      rank of each per-head variable with its heads axis, by its local
+      name (a one-head model's checkpoint leaves that axis out; the
+      PyTorch export puts it back).
 
   A subclass with its own `name` is registered in `BY_NAME` when it is
   defined (Mixture is not: it composes the others).
@@ -179,6 +184,7 @@ class SynthesizingFunction:
   input_independent = False
   trainable = True
   marker_variable = ""
+  export_ranks: Dict[str, int] = {}
 
   def __init_subclass__(cls, register: bool = True, **kwargs):
     super().__init_subclass__(**kwargs)

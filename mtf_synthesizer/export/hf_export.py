@@ -12,7 +12,9 @@
     PyTorch name of `parameter_name` (optimizer slots left out);
   * the PyTorch model's code, every module of `mtf_synthesizer/hf_model/`
     (`MODEL_CODE_FILES`: the configuration, the functions, the attention,
-    the model, its training recipe, from_t5 and the weights-file check);
+    the model, its training recipe, from_t5, the weights-file check and
+    the list of functions from outside the package), and the module of
+    each such function the model uses (`load_extension`);
   * the tokenizer: `ByT5Tokenizer` for the byte vocabulary, `T5Tokenizer`
     for a SentencePiece model, with the run's extra ids;
   * generation_config.json: decoding starts at id 0 and ends at EOS (1).
@@ -667,6 +669,12 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
   for name in MODEL_CODE_FILES if not plain_t5 else ():
     shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
                     os.path.join(out_dir, name))
+  if not plain_t5:
+    # pylint: disable-next=g-import-not-at-top
+    from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
+    configuration_mtf_synthesizer.write_extensions(
+        out_dir, list(fields.get("encoder_synthesizers") or ()) +
+        list(fields.get("decoder_synthesizers") or ()))
   tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)
   with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
     json.dump({"decoder_start_token_id": 0, "eos_token_id": 1,

@@ -69,6 +69,20 @@ def per_head_tables() -> Dict[str, int]:
 _PER_HEAD = per_head_tables()
 
 
+def _per_head_rank(function: str, leaf: str) -> Optional[int]:
+  """A per-head table's rank: Table 1's, or a function's own `export_ranks`.
+
+  Functions outside the attention table (defined elsewhere and registered
+  with mesh's `synthesizers.BY_NAME`) declare their tables' ranks.
+  """
+  if leaf in _PER_HEAD:
+    return _PER_HEAD[leaf]
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.core import interface
+  cls = interface.BY_NAME.get(function)
+  return None if cls is None else cls.export_ranks.get(leaf)
+
+
 class UnknownVariable(ValueError):
   """A checkpoint variable the PyTorch model has no weight for."""
 
@@ -97,8 +111,9 @@ def _attention_weight(scope: str, rest: str, value: np.ndarray,
       return prefix + ".w1.weight", value.reshape(value.shape[0], -1).T
     if leaf == "b1":
       return prefix + ".w1.bias", value.reshape(-1)
-    if leaf in _PER_HEAD:
-      if value.ndim == _PER_HEAD[leaf] - 1:
+    rank = _per_head_rank(function, leaf)
+    if rank is not None:
+      if value.ndim == rank - 1:
         value = value[None]
       return "%s.%s" % (prefix, leaf), value
   raise UnknownVariable(rest)

@@ -17,6 +17,7 @@ from transformers import AutoConfig
 # Relative imports: the workbench loads this folder by its path.
 # pylint: disable=relative-beyond-top-level
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
+from .configuration_mtf_synthesizer import load_extension
 
 AutoConfig.register(MtfSynthesizerConfig.model_type, MtfSynthesizerConfig,
                     exist_ok=True)

@@ -17,8 +17,13 @@ import copy
 import dataclasses
 import difflib
 import functools
+import importlib.util
 import inspect
 import numbers
+import os
+import shutil
+import sys
+import types
 from typing import (Any, Callable, Dict, Mapping, NamedTuple, Optional,
                     Sequence, Tuple)
 
@@ -88,6 +93,102 @@ FUNCTION_SETTINGS = {
         "hidden_size": SettingField("dense_hidden_size"),
         "use_bias": SettingField("synthesizer_use_bias")}),
 }
+
+
+# The source file of each function defined outside this package
+# (`register_function`), which a saved model carries (`write_extensions`).
+EXTENSION_FILES: Dict[str, str] = {}
+EXTENSIONS_FILE = "extensions_mtf_synthesizer.py"
+
+
+def register_function(name: str, settings: FunctionSettings,
+                      source_file: str) -> None:
+  """Declares a synthesizing function defined outside this package.
+
+  Its module calls this before it defines its class (a subclass of
+  `functions_mtf_synthesizer.MtfSynthesizerFunction` named `name`), and
+  imports the model code relatively (`from .functions_mtf_synthesizer
+  import ...`), so that it runs beside a saved model's code too. See
+  docs/architecture.md, "How to add a synthesizing function".
+
+  Args:
+    name: the function's name (mesh's, `synthesizers.BY_NAME`).
+    settings: its FunctionSettings row.
+    source_file: the module's file (its `__file__`), which
+      `write_extensions` copies beside a saved model.
+
+  Raises:
+    ValueError: the name is one of this package's functions, or is
+      declared already with other settings.
+  """
+  known = FUNCTION_SETTINGS.get(name)
+  if known is not None and (name not in EXTENSION_FILES or
+                            known != settings):
+    raise ValueError(
+        "synthesizing function %r is declared already (%s): an extension "
+        "needs a name of its own" % (name, known))
+  FUNCTION_SETTINGS[name] = settings
+  EXTENSION_FILES[name] = os.path.abspath(source_file)
+
+
+def load_extension(path: str) -> types.ModuleType:
+  """Imports a synthesizing function's module as a module of the model code.
+
+  The file's relative imports (`from .functions_mtf_synthesizer import
+  MtfSynthesizerFunction`) then name this package's modules, and defining
+  its class registers it: configurations and models built afterwards may
+  name the function.
+
+  Args:
+    path: the module's file, named `<something>_mtf_synthesizer.py` by
+      convention.
+
+  Returns:
+    The module (the one imported before, on a second call).
+  """
+  stem = os.path.splitext(os.path.basename(path))[0]
+  name = "%s.%s" % (__package__, stem)
+  if name in sys.modules:
+    return sys.modules[name]
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[name]
+    raise
+  return module
+
+
+def write_extensions(directory: str, names: Sequence[str]) -> Tuple[str, ...]:
+  """Copies the modules of the extensions among `names` beside a model.
+
+  Writes `directory`'s extensions_mtf_synthesizer.py with a relative import
+  of each, so that the configuration imports them where the model loads.
+  Nothing is written when `names` has none.
+
+  Args:
+    directory: a saved or exported model's folder (its model code there).
+    names: the synthesizing functions the model uses.
+
+  Returns:
+    The modules written, file names without ".py".
+  """
+  files = sorted({EXTENSION_FILES[n] for n in names if n in EXTENSION_FILES})
+  modules = tuple(os.path.splitext(os.path.basename(f))[0] for f in files)
+  if not files:
+    return modules
+  for path in files:
+    shutil.copyfile(path, os.path.join(directory, os.path.basename(path)))
+  lines = ['"""This model\'s synthesizing functions from outside the '
+           'package."""', ""]
+  lines += ["from .%s import *  # pylint: disable=wildcard-import" % m
+            for m in modules]
+  lines += ["", "EXTENSIONS = %r" % (modules,), ""]
+  with open(os.path.join(directory, EXTENSIONS_FILE), "w") as f:
+    f.write("\n".join(lines))
+  return modules
 
 
 def function_names() -> Tuple[str, ...]:
@@ -663,3 +764,10 @@ class MtfSynthesizerConfig(PretrainedConfig):
 # auto_map names the classes), so that it loads with trust_remote_code=True
 # where this package is not installed.
 MtfSynthesizerConfig.register_for_auto_class()
+
+# Functions from outside the package that this copy of the model code
+# carries (none in the package itself): imported last, as they import this
+# module's names; not where this file is loaded alone, without its folder.
+if __package__:
+  # pylint: disable-next=g-import-not-at-top,unused-import
+  from .extensions_mtf_synthesizer import EXTENSIONS  # noqa: E402,F401

@@ -54,6 +54,7 @@ from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
 from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
+from .configuration_mtf_synthesizer import write_extensions
 from .weight_files_mtf_synthesizer import check_weights
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
@@ -274,7 +275,8 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
     """transformers' from_pretrained; a broken weights file is named first.
 
-    A local directory's safetensors files are checked (`files.py`): one cut
+    A local directory's safetensors files are checked
+    (`weight_files_mtf_synthesizer.py`): one cut
     short or corrupted raises WeightsFileError naming it, where
     safetensors' own error names no file.
 
@@ -290,6 +292,25 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
       check_weights(os.fspath(pretrained_model_name_or_path))
     return super().from_pretrained(pretrained_model_name_or_path, *args,
                                    **kwargs)
+
+  def save_pretrained(self, save_directory, *args, **kwargs):
+    """transformers' save_pretrained; the functions from outside come too.
+
+    The model code is written beside the weights (the Auto classes'
+    `auto_map`), and with it the module of each synthesizing function the
+    model uses that this package does not define (`load_extension`), so
+    that the folder loads with `trust_remote_code=True` on its own.
+
+    Args:
+      save_directory: the folder.
+      *args: PreTrainedModel.save_pretrained's.
+      **kwargs: PreTrainedModel.save_pretrained's.
+    """
+    super().save_pretrained(save_directory, *args, **kwargs)
+    config = self.config
+    write_extensions(os.fspath(save_directory),
+                     tuple(config.encoder_synthesizers or ()) +
+                     tuple(config.decoder_synthesizers or ()))
 
   @classmethod
   def _can_set_attn_implementation(cls) -> bool:
