@@ -75,7 +75,8 @@ def test_the_fd_core_matches_the_model_layout():
   """The model's route of the comparison builds FD's logits as the model."""
   functions = torch_cuda_choices.bench_models.load_model_code("functions")
   torch.manual_seed(0)
-  config = torch_cuda_choices._config(TINY, ("factorized_dense",))  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  config = torch_cuda_choices._config(TINY, ("factorized_dense",))
   fd = functions.MtfSynthesizerFactorizedDense(config)
   for p in fd.parameters():
     torch.nn.init.normal_(p)
@@ -87,7 +88,8 @@ def test_the_fd_core_matches_the_model_layout():
       TINY.num_heads, TINY.batch, 20, -1).transpose(0, 1)
   fb = (torch.bmm(rows, fd.wb) + fd.bb[:, None]).view(
       TINY.num_heads, TINY.batch, 20, -1).transpose(0, 1)
-  built = torch_cuda_choices._fd_bias(fa, fb, TINY.fd_factors[0], 20)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  built = torch_cuda_choices._fd_bias(fa, fb, TINY.fd_factors[0], 20)
   # One sum in another order (baddbmm against bmm and an add).
   torch.testing.assert_close(built, logits, rtol=0,
                              atol=1e-5 * float(logits.abs().max()))

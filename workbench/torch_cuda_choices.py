@@ -4,9 +4,9 @@
 
 Three places where the PyTorch model could compute the same numbers
 another way, each measured as the way the model took when the choice was
-open ("model") against the alternative, at the `gpu` preset's dims by default (batch 32 x 512,
-d_model 768, 12 heads x 64, N = 512), forward and backward, bf16 autocast
-on CUDA (float32 on a CPU):
+open ("model") against the alternative, at the `gpu` preset's dims by
+default (batch 32 x 512, d_model 768, 12 heads x 64, N = 512), forward and
+backward, bf16 autocast on CUDA (float32 on a CPU):
 
 - **b2**: D's bias per key (b2) in the kernel's additive bias, as the
   model adds it on CUDA beside T5's relative bias, or as one more key
@@ -282,7 +282,8 @@ def _fd_bias(fa, fb, a, length):
 def compare_fd_flex(dims: Dims, device: torch.device, rounds: int,
                     repeats: int) -> Comparison:
   """FD's core: its logits as sdpa's bias (the model) or in score_mod."""
-  from torch.nn.attention import flex_attention as flex  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from torch.nn.attention import flex_attention as flex
   attention = bench_models.load_model_code("attention")
   modeling = bench_models.load_model_code()
   a, b_ = dims.fd_factors
