@@ -7,15 +7,20 @@
 # the gpu-long preset, one profiled step of D+V and FD, and a compiled
 # training step with a static cache. Each step's output goes to OUT_DIR;
 # a step gets at most its own limit and what is left of the budget, in
-# this order (most needed first).
+# this order (most needed first). STEPS, comma-separated, runs those
+# steps only (check, gpu, choices, long, profile, profile_mixtures,
+# compiled), each with the whole budget as its limit.
 #
-#   tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON]
+#   tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON] [STEPS]
 #   tools/run_gpu_checks.sh runs/gpu 570 python3
+#   tools/run_gpu_checks.sh runs/gpu 500 python3 compiled,profile_mixtures
 
 set -u
-out=${1:?usage: tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON]}
+usage="usage: tools/run_gpu_checks.sh OUT_DIR [BUDGET] [PYTHON] [STEPS]"
+out=${1:?$usage}
 budget=${2:-570}
 python=${3:-python3}
+only=${4:-}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 deadline=$(( $(date +%s) + budget ))
@@ -23,6 +28,10 @@ deadline=$(( $(date +%s) + budget ))
 step() {  # step NAME LIMIT COMMAND...
   local name=$1 limit=$2 left
   shift 2
+  if [[ -n "$only" ]]; then
+    [[ ",$only," == *",$name,"* ]] || return 0
+    limit=$budget
+  fi
   left=$(( deadline - $(date +%s) - 5 ))
   if (( left < 20 )); then
     echo "== $name: skipped, ${left}s left"
@@ -39,7 +48,8 @@ step() {  # step NAME LIMIT COMMAND...
   date -u
   git rev-parse --short HEAD 2>/dev/null
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  "$python" -c "import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, transformers.__version__)"
+  "$python" -c "import sys, torch, transformers
+print(sys.version.split()[0], torch.__version__, transformers.__version__)"
 } > "$out/versions.txt" 2>&1
 cat "$out/versions.txt"
 
@@ -53,6 +63,10 @@ step long 110 $bench --preset gpu-long --variants R,D,D+V \
 step profile 60 $bench --preset gpu --variants D+V,FD --warmup 1 --steps 1 \
     --rounds 1 --generate_repeats 0 --profile_dir "$out/profile" \
     --output_dir "$out/profile_run"
+step profile_mixtures 60 $bench --preset gpu --variants R+V,FR+V --warmup 1 \
+    --steps 1 --rounds 1 --generate_repeats 0 \
+    --profile_dir "$out/profile_mixtures" \
+    --output_dir "$out/profile_mixtures_run"
 step compiled 200 $bench --preset gpu --variants D+V,R+V --compile \
     --cache_implementation static --warmup 1 --steps 2 --rounds 1 \
     --generate_repeats 1 --output_dir "$out/compiled"
