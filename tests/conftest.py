@@ -340,6 +340,31 @@ def run_tool(script: str, argv: Sequence[str]) -> int:
   return 0
 
 
+def run_documented_on_cpu(doc: str, marker: str, output_dir: str,
+                          out: pathlib.Path) -> subprocess.CompletedProcess:
+  """Runs a documented `.venv/bin/python tools/...` command, GPUs hidden.
+
+  With this interpreter, one thread, and its output folder replaced.
+
+  Args:
+    doc: the document.
+    marker: a string of the command (`doc_blocks.find`).
+    output_dir: the command's output folder as the document gives it.
+    out: the folder it writes to instead.
+
+  Returns:
+    The finished process; its exit status was 0.
+  """
+  import doc_blocks  # pylint: disable=g-import-not-at-top
+  argv = doc_blocks.find(doc, marker).substituted({
+      ".venv/bin/python": sys.executable, output_dir: str(out)})
+  env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+  proc = subprocess.run(argv, cwd=REPO, env=env, timeout=600,
+                        capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+  return proc
+
+
 # Run in a fresh interpreter: refuses to import anything but TensorFlow's
 # own dependencies, then decodes with tools/saved_model_predict.py.
 TF_ONLY = """\

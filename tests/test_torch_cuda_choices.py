@@ -8,15 +8,11 @@ pairs take turns in alternating order.
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import conftest
-import doc_blocks
 from workbench import torch_cuda_choices
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -25,15 +21,9 @@ TINY = torch_cuda_choices.Dims(batch=2, length=32, d_model=64, num_heads=4,
 
 
 def test_documented_command_runs_without_a_gpu(tmp_path):
-  documented = doc_blocks.find("docs/pytorch_benchmark.md",
-                               "compare_cuda_choices.py --device cpu")
-  argv = documented.substituted({
-      ".venv/bin/python": sys.executable,
-      "runs/cuda_choices": str(tmp_path)})
-  env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-  proc = subprocess.run(argv, cwd=conftest.REPO, env=env, timeout=600,
-                        capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+  proc = conftest.run_documented_on_cpu(
+      "docs/pytorch_benchmark.md", "compare_cuda_choices.py --device cpu",
+      "runs/cuda_choices", tmp_path)
   with open(tmp_path / "cuda_choices.json") as f:
     results = json.load(f)["results"]
   assert [(r["choice"], r["case"]) for r in results] == [

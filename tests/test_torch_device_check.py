@@ -8,15 +8,11 @@ and exit status.
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
 import conftest
-import doc_blocks
 from workbench import torch_benchmark
 from workbench import torch_device_check
 
@@ -44,15 +40,9 @@ def test_a_kernel_off_by_a_little_fails(monkeypatch):
 
 def test_documented_command_runs_without_a_gpu(tmp_path):
   """docs/pytorch_benchmark.md's command, GPUs hidden: every variant."""
-  documented = doc_blocks.find("docs/pytorch_benchmark.md",
-                               "check_torch_device.py")
-  argv = documented.substituted({
-      ".venv/bin/python": sys.executable,
-      "runs/torch_device_check": str(tmp_path)})
-  env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-  proc = subprocess.run(argv, cwd=conftest.REPO, env=env, timeout=600,
-                        capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+  proc = conftest.run_documented_on_cpu(
+      "docs/pytorch_benchmark.md", "check_torch_device.py",
+      "runs/torch_device_check", tmp_path)
   assert "on CPU" in proc.stdout
   with open(tmp_path / "torch_device_check.json") as f:
     assert [r["label"] for r in json.load(f)] == LABELS
