@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import types
 from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
@@ -201,19 +202,22 @@ _FEED_FORWARD = {("relu",): "relu", ("gelu", "linear"): "gated-gelu",
                  "gated-swish", ("gelu",): "gelu"}
 
 
-def _function_settings() -> Dict[str, Any]:
-  """The PyTorch configuration's table of synthesizing functions.
+def _configuration() -> types.ModuleType:
+  """The PyTorch model's configuration module.
 
   Imported when a model is described, not with this module: the
   configuration imports transformers (and transformers torch, where it is
-  installed), which the tokenizer's writing imports anyway.
+  installed), which the tokenizer's writing imports anyway. The export
+  reads its table of synthesizing functions (`FUNCTION_SETTINGS`) and
+  writes the modules of those from outside the package
+  (`write_extensions`).
 
   Returns:
-    `FUNCTION_SETTINGS`: each function's name -> its `FunctionSettings`.
+    `mtf_synthesizer.hf_model.configuration_mtf_synthesizer`.
   """
   # pylint: disable-next=g-import-not-at-top
   from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
-  return configuration_mtf_synthesizer.FUNCTION_SETTINGS
+  return configuration_mtf_synthesizer
 
 
 def flat_config(stacks: Dict[str, Dict[str, Any]], d_model: int,
@@ -311,7 +315,7 @@ def flat_config(stacks: Dict[str, Dict[str, Any]], d_model: int,
     config["learned_mixture_weights"] = _one(
         {n: l["learned_weights"] for n, l in functions.items()
          if len(l["functions"]) > 1} or {"": True}, "mixture setting")
-    declared = _function_settings()
+    declared = _configuration().FUNCTION_SETTINGS
     per_setting = {}
     for stack, layer in functions.items():
       for function in layer["functions"]:
@@ -666,13 +670,11 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
   safetensors_numpy.save_file(weights,
                               os.path.join(out_dir, "model.safetensors"),
                               metadata={"format": "pt"})
-  for name in MODEL_CODE_FILES if not plain_t5 else ():
-    shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
-                    os.path.join(out_dir, name))
   if not plain_t5:
-    # pylint: disable-next=g-import-not-at-top
-    from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
-    configuration_mtf_synthesizer.write_extensions(
+    for name in MODEL_CODE_FILES:
+      shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
+                      os.path.join(out_dir, name))
+    _configuration().write_extensions(
         out_dir, list(fields.get("encoder_synthesizers") or ()) +
         list(fields.get("decoder_synthesizers") or ()))
   tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)
