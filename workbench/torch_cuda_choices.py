@@ -146,6 +146,30 @@ def _grads(output: torch.Tensor, inputs: List[torch.Tensor],
                                   allow_unused=False))
 
 
+def _compare_values(result: Comparison, alternative: torch.Tensor,
+                    reference: torch.Tensor, inputs: List[torch.Tensor],
+                    cotangent: torch.Tensor) -> None:
+  """Sets result.difference: the outputs' and every input gradient's."""
+  result.difference = _difference(
+      [alternative] + _grads(alternative, inputs, cotangent),
+      [reference] + _grads(reference, inputs, cotangent))
+
+
+def _compare_times(result: Comparison, model: Callable[[], torch.Tensor],
+                   alternative: Callable[[], torch.Tensor],
+                   cotangent: torch.Tensor, device: torch.device,
+                   rounds: int, repeats: int) -> None:
+  """Sets result's times: each forward and its backward, in turns."""
+  def step(forward):
+    return lambda: forward().backward(cotangent)
+
+  times = time_pair({"model": step(model),
+                     "alternative": step(alternative)},
+                    device, rounds, repeats)
+  result.model_ms = 1e3 * times["model"]
+  result.alternative_ms = 1e3 * times["alternative"]
+
+
 def _config(dims: Dims, functions: Tuple[str, ...]):
   modeling = bench_models.load_model_code()
   config = modeling.MtfSynthesizerConfig(
@@ -201,24 +225,12 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
     return out
 
   result = Comparison("b2", case)
-  reference = run(False, False)
-  column = run(True, False)
-  result.difference = _difference(
-      [column] + _grads(column, weights, cotangent),
-      [reference] + _grads(reference, weights, cotangent))
-
-  def call(column):
-    def step():
-      out = run(column, True)
-      out.backward(cotangent)
-    return step
-
+  _compare_values(result, run(True, False), run(False, False), weights,
+                  cotangent)
   for p in weights:
     p.grad = None
-  times = time_pair({"model": call(False), "alternative": call(True)},
-                    device, rounds, repeats)
-  result.model_ms = 1e3 * times["model"]
-  result.alternative_ms = 1e3 * times["alternative"]
+  _compare_times(result, lambda: run(False, True), lambda: run(True, True),
+                 cotangent, device, rounds, repeats)
   return result
 
 
@@ -245,32 +257,19 @@ def compare_rms_norm(dims: Dims, device: torch.device, rounds: int,
   cotangent = torch.randn(shape, device=device)
   epsilon = 1e-6
 
-  def composed():
-    return composed_rms_norm(x, weight, epsilon)
+  def composed(autocast=False):
+    with measure.autocast(device) if autocast else contextlib.nullcontext():
+      return composed_rms_norm(x, weight, epsilon)
 
-  def functional():
-    return torch.nn.functional.rms_norm(x, (dims.d_model,), weight,
-                                        eps=epsilon)
+  def functional(autocast=False):
+    with measure.autocast(device) if autocast else contextlib.nullcontext():
+      return torch.nn.functional.rms_norm(x, (dims.d_model,), weight,
+                                          eps=epsilon)
 
   result = Comparison("rms_norm", "[%d, %d, %d] float32" % shape)
-  inputs = [x, weight]
-  reference, alternative = composed(), functional()
-  result.difference = _difference(
-      [alternative] + _grads(alternative, inputs, cotangent),
-      [reference] + _grads(reference, inputs, cotangent))
-
-  def call(f):
-    def step():
-      with measure.autocast(device):
-        out = f()
-      out.backward(cotangent)
-    return step
-
-  times = time_pair({"model": call(composed),
-                     "alternative": call(functional)},
-                    device, rounds, repeats)
-  result.model_ms = 1e3 * times["model"]
-  result.alternative_ms = 1e3 * times["alternative"]
+  _compare_values(result, functional(), composed(), [x, weight], cotangent)
+  _compare_times(result, lambda: composed(True), lambda: functional(True),
+                 cotangent, device, rounds, repeats)
   return result
 
 
@@ -338,30 +337,14 @@ def compare_fd_flex(dims: Dims, device: torch.device, rounds: int,
 
   inputs = [fa, fb, values, table]
   reference = model_core(relative(table), False)
-  try:
-    alternative = flex_core(False)
-    result.difference = _difference(
-        [alternative] + _grads(alternative, inputs, cotangent),
-        [reference] + _grads(reference, inputs, cotangent))
-  except Exception as e:  # pylint: disable=broad-except
-    result.error = "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
-    return result
   rel = relative(table).detach().requires_grad_()  # once per stack
-
-  def call(f):
-    def step():
-      f().backward(cotangent)
-    return step
-
   try:
-    times = time_pair({"model": call(lambda: model_core(rel, True)),
-                       "alternative": call(lambda: flex_core(True))},
-                      device, rounds, repeats)
+    _compare_values(result, flex_core(False), reference, inputs, cotangent)
+    _compare_times(result, lambda: model_core(rel, True),
+                   lambda: flex_core(True), cotangent, device, rounds,
+                   repeats)
   except Exception as e:  # pylint: disable=broad-except
     result.error = "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
-    return result
-  result.model_ms = 1e3 * times["model"]
-  result.alternative_ms = 1e3 * times["alternative"]
   return result
 
 

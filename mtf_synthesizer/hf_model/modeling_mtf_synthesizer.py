@@ -55,7 +55,6 @@ from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .configuration_mtf_synthesizer import write_extensions
-from .weight_files_mtf_synthesizer import check_weights
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS
@@ -65,6 +64,7 @@ from .functions_mtf_synthesizer import _linear
 from .training_mtf_synthesizer import MeshAdafactor
 from .training_mtf_synthesizer import mesh_learning_rate
 from .training_mtf_synthesizer import mesh_loss
+from .weight_files_mtf_synthesizer import check_weights
 # pylint: enable=relative-beyond-top-level,unused-import
 
 # mesh's attention bias for a position that may not be attended to.
@@ -276,9 +276,8 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     """transformers' from_pretrained; a broken weights file is named first.
 
     A local directory's safetensors files are checked
-    (`weight_files_mtf_synthesizer.py`): one cut
-    short or corrupted raises WeightsFileError naming it, where
-    safetensors' own error names no file.
+    (`weight_files_mtf_synthesizer.py`): one cut short or corrupted raises
+    WeightsFileError naming it, where safetensors' own error names no file.
 
     Args:
       pretrained_model_name_or_path: a directory or Hub name.
