@@ -75,12 +75,11 @@ def _define_mesh_function():
   return TemperedRandom
 
 
-def _forget(configuration, functions=None):
+def _forget(configuration, functions):
   """Removes the extension from one copy of the model code's registries."""
   configuration.FUNCTION_SETTINGS.pop(NAME, None)
   configuration.EXTENSION_FILES.pop(NAME, None)
-  if functions is not None:
-    functions.FUNCTIONS.pop(NAME, None)
+  functions.FUNCTIONS.pop(NAME, None)
 
 
 @pytest.fixture(scope="module")
