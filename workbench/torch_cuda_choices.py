@@ -234,21 +234,10 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
   return result
 
 
-def composed_rms_norm(x: torch.Tensor, weight: torch.Tensor,
-                      epsilon: float) -> torch.Tensor:
-  """mesh's norm written out: x rsqrt(mean(x^2) + epsilon) weight.
-
-  The model's norm before it took `F.rms_norm` for float32, and still its
-  norm of a bf16 model (there with float32 statistics).
-  """
-  x32 = x.float()
-  normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + epsilon)
-  return normed.to(x.dtype) * weight.to(x.dtype)
-
-
 def compare_rms_norm(dims: Dims, device: torch.device, rounds: int,
                      repeats: int) -> Comparison:
   """The norm composed of operators or `torch.nn.functional.rms_norm`."""
+  composed_rms_norm = bench_models.load_model_code().composed_rms_norm
   torch.manual_seed(0)
   weight = torch.nn.Parameter(
       torch.normal(1.0, 0.1, (dims.d_model,), device=device))

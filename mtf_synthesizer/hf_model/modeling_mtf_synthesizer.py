@@ -100,6 +100,30 @@ def relative_position_bucket(relative_position: torch.Tensor,
   return ret + torch.where(n < max_exact, n, large)
 
 
+def composed_rms_norm(x: torch.Tensor, weight: torch.Tensor,
+                      epsilon: float) -> torch.Tensor:
+  """mesh's norm of operators: x rsqrt(mean(x^2) + epsilon) weight.
+
+  The statistics in float32, the output in x's dtype: the norm of a model
+  whose residual stream is not float32 (bf16), and of the TorchScript
+  exporter, which has no ONNX operator for `F.rms_norm`.
+
+  Args:
+    x: [..., d_model].
+    weight: [d_model].
+    epsilon: added to the mean of squares.
+
+  Returns:
+    The normalized x, in x's dtype.
+  """
+  # One cast: the TorchScript tracer chains a second no-op cast of x onto
+  # the first, which onnxruntime's graph optimizer then mis-wires.
+  x32 = x.float()
+  variance = x32.pow(2).mean(-1, keepdim=True)
+  normed = (x32 * torch.rsqrt(variance + epsilon)).to(x.dtype)
+  return normed * weight.to(x.dtype)
+
+
 class MtfSynthesizerRMSNorm(nn.Module):
   """mesh's norm: x / sqrt(mean(x^2) + epsilon) * weight (no mean, no bias)."""
 
@@ -116,12 +140,7 @@ class MtfSynthesizerRMSNorm(nn.Module):
       # TorchScript exporter has no ONNX operator for it.
       return nn.functional.rms_norm(x, (x.shape[-1],), self.weight,
                                     self.epsilon)
-    # One cast: the TorchScript tracer chains a second no-op cast of x onto
-    # the first, which onnxruntime's graph optimizer then mis-wires.
-    x32 = x.float()
-    variance = x32.pow(2).mean(-1, keepdim=True)
-    normed = (x32 * torch.rsqrt(variance + self.epsilon)).to(x.dtype)
-    return normed * self.weight.to(x.dtype)
+    return composed_rms_norm(x, self.weight, self.epsilon)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
@@ -308,8 +327,8 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     super().save_pretrained(save_directory, *args, **kwargs)
     config = self.config
     write_extensions(os.fspath(save_directory),
-                     tuple(config.encoder_synthesizers or ()) +
-                     tuple(config.decoder_synthesizers or ()))
+                     config.encoder_synthesizers +
+                     config.decoder_synthesizers)
 
   @classmethod
   def _can_set_attn_implementation(cls) -> bool:

@@ -41,8 +41,8 @@ from transformers.utils import logging
 
 # pylint: disable=relative-beyond-top-level
 from .configuration_mtf_synthesizer import T5_MODEL_TYPES
-from .weight_files_mtf_synthesizer import check_weights
 from .functions_mtf_synthesizer import MtfSynthesizerFunction
+from .weight_files_mtf_synthesizer import check_weights
 # pylint: enable=relative-beyond-top-level
 
 logger = logging.get_logger(__name__)
