@@ -8,6 +8,10 @@ DEMO_DIR ?= runs/demo
 # The ONNX test's packages, which TensorFlow's pins exclude from the
 # environment itself (requirements-onnx.lock).
 ONNX_SITE := $(VENV)/onnx-site
+# transformers' own common tests, unpacked from its pinned source
+# distribution (requirements-transformers-tests.lock).
+UPSTREAM_TESTS := $(VENV)/transformers-tests
+UPSTREAM_STAMP := $(UPSTREAM_TESTS)/.pinned
 PYTEST_ARGS ?=
 # Test modules run in parallel processes (pytest-xdist), one module per
 # process at a time: `auto` is one per core, at most 4.
@@ -36,9 +40,24 @@ $(STAMP): requirements.lock requirements-test.lock requirements-onnx.lock
 	$(VPY) -m pip install -q --no-deps --target $(ONNX_SITE) -r requirements-onnx.lock
 	touch $(STAMP)
 
+$(UPSTREAM_STAMP): requirements-transformers-tests.lock $(STAMP)
+	@echo "==> unpacking transformers' common tests into $(UPSTREAM_TESTS)"
+	rm -rf $(UPSTREAM_TESTS)
+	$(VPY) -m pip download -q --no-deps --no-binary transformers \
+	  --require-hashes -r requirements-transformers-tests.lock \
+	  -d $(UPSTREAM_TESTS)/dist
+	$(VPY) -m pip install -q --no-deps --no-index $(UPSTREAM_TESTS)/dist/*.whl
+	tar -xzf $(UPSTREAM_TESTS)/dist/transformers-*.tar.gz \
+	  -C $(UPSTREAM_TESTS) --strip-components=2 --wildcards \
+	  'transformers-*/tests/test_modeling_common.py' \
+	  'transformers-*/tests/test_configuration_common.py'
+	rm -rf $(UPSTREAM_TESTS)/dist
+	# transformers' tests/__init__.py (empty), which the distribution lacks.
+	touch $(UPSTREAM_TESTS)/__init__.py $@
+
 # The package is installed (not editable) so that its start-up hook file
 # lands in site-packages; reinstalling takes about a second.
-install: $(STAMP)
+install: $(STAMP) $(UPSTREAM_STAMP)
 	@$(VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location" || true
 	@rm -rf build *.egg-info
 

@@ -56,6 +56,10 @@ def _check_installed_hook():
 
 _check_installed_hook()
 
+# transformers' common tests and this suite's modules of their package
+# (transformers_tests/__init__.py) run through test_transformers_common.py.
+collect_ignore = ["transformers_tests"]
+
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import commands

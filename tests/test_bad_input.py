@@ -2,20 +2,21 @@
 # Licensed under the Apache License, Version 2.0.
 """Bad input to the PyTorch model stops with an error that names it.
 
-The configuration's fields come from its own list (`FIELD_RULES`, which a
-test holds against `__init__`'s signature), the variants from the table:
-each bad value, set at construction or afterwards, raises an error naming
-the field, or the model built from the configuration runs (nothing fails
-deep inside torch). The same settings given to mesh's layer get the same
+The configuration's fields come from its dataclass declarations, the
+variants from the table: each bad value, set at construction or afterwards,
+raises an error naming the field, or the model built from the configuration
+runs (nothing fails deep inside torch). The same settings given to mesh's layer get the same
 verdicts. The forward pass names the argument it cannot use, for both heads
 and every variant.
 """
 
-import inspect
+import dataclasses
+import logging
 import os
 import subprocess
 import sys
 
+from huggingface_hub.errors import StrictDataclassError
 import pytest
 import torch
 import transformers
@@ -35,13 +36,25 @@ PROBES = (0, -4, 2.5, 1.5, 8, 1, True, None, "8", "dense", (), (-4, -4),
           (4, 4), (3, 5), ("dense",))
 
 
+# What a bad field value raises: the strict dataclass's errors (a field's
+# type or rule, a rule across fields), or a ValueError naming the field.
+CONFIG_ERRORS = (ValueError, TypeError, StrictDataclassError)
+
+
 def _configuration():
   return model_code.load("configuration")
 
 
+def _declared():
+  """The configuration class's own fields (not PreTrainedConfig's)."""
+  config_class = _configuration().MtfSynthesizerConfig
+  return {f.name: f for f in dataclasses.fields(config_class)
+          if f.name in config_class.__annotations__}
+
+
 def _fields():
-  """The configuration's fields, from its own list of rules."""
-  return sorted(_configuration().FIELD_RULES)
+  """The fields a user sets: every declared one but the token ids."""
+  return sorted(f for f in _declared() if not f.endswith("_token_id"))
 
 
 def _settings(**fields):
@@ -91,14 +104,11 @@ def _assert_names(error: Exception, field: str) -> None:
   assert field in str(error), (field, str(error))
 
 
-def test_every_field_of_init_has_a_rule():
+def test_every_field_is_a_keyword_of_the_configuration():
   configuration = _configuration()
-  parameters = set(inspect.signature(
-      configuration.MtfSynthesizerConfig.__init__).parameters)
-  # transformers' own fields (token ids) and the keywords it passes on.
-  transformers_fields = {"self", "kwargs", "pad_token_id", "eos_token_id",
-                         "decoder_start_token_id"}
-  assert parameters - transformers_fields == set(configuration.FIELD_RULES)
+  config = configuration.MtfSynthesizerConfig(**_settings())
+  for field in _fields():
+    assert field in config.to_dict(), field
 
 
 @pytest.mark.parametrize("field", _fields())
@@ -109,7 +119,7 @@ def test_a_bad_value_names_its_field_or_the_model_runs(field):
   for value in PROBES:
     try:
       config = configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
-    except (ValueError, TypeError) as error:
+    except CONFIG_ERRORS as error:
       _assert_names(error, field)
       continue
     _runs(config, field)
@@ -126,10 +136,10 @@ def test_setting_a_bad_value_names_it_and_keeps_the_config(field):
     before = config.to_dict()
     try:
       setattr(config, field, value)
-    except (ValueError, TypeError) as error:
+    except CONFIG_ERRORS as error:
       _assert_names(error, field)
       assert config.to_dict() == before, (field, value)
-      with pytest.raises((ValueError, TypeError)):
+      with pytest.raises(CONFIG_ERRORS):
         configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
       continue
     _runs(config, field)
@@ -138,29 +148,79 @@ def test_setting_a_bad_value_names_it_and_keeps_the_config(field):
 def _size_fields():
   """The fields whose rule is a size's (a positive integer, or None)."""
   configuration = _configuration()
-  # pylint: disable-next=protected-access
-  sizes = (configuration._positive_int, configuration._optional_positive_int)
-  return [f for f in _fields() if configuration.FIELD_RULES[f] in sizes]
+  # pylint: disable=protected-access
+  sizes = (configuration._positive, configuration._positive_or_none)
+  return [f for f in _fields()
+          if set(_declared()[f].metadata.get("validator", ())) & set(sizes)]
 
 
 @pytest.mark.parametrize("field", _size_fields())
 def test_zero_negative_and_fractional_sizes_are_refused(field):
   configuration = _configuration()
   for value in (0, -4, 2.5, "8", True):
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(CONFIG_ERRORS) as error:
       configuration.MtfSynthesizerConfig(**_settings(**{field: value}))
     _assert_names(error.value, field)
     _assert_names(error.value, repr(value))
 
 
-@pytest.mark.parametrize("field", _fields())
-def test_a_misspelled_keyword_is_named_with_the_closest_field(field):
+def _t5_fields():
+  return {f.name for f in dataclasses.fields(transformers.T5Config)}
+
+
+def _synthesizer_fields():
+  """The fields T5Config lacks: the Synthesizer's own."""
+  return sorted(set(_declared()) - _t5_fields())
+
+
+@pytest.mark.parametrize("field", _synthesizer_fields())
+def test_a_misspelled_synthesizer_field_is_named_in_a_warning(field, caplog):
+  """transformers keeps a keyword it does not know as an attribute; the
+  Synthesizer's own fields, misspelled, get a warning naming the field."""
   configuration = _configuration()
-  misspelled = field[:-1]
-  with pytest.raises(TypeError) as error:
-    configuration.MtfSynthesizerConfig(**{misspelled: 1})
-  _assert_names(error.value, repr(misspelled))
-  _assert_names(error.value, repr(field))
+  for misspelled in (field[:-1], field.replace("_", "", 1)):
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+      config = configuration.MtfSynthesizerConfig(**{misspelled: 1})
+    assert getattr(config, misspelled) == 1
+    assert repr(misspelled) in caplog.text, misspelled
+    assert repr(field) in caplog.text, misspelled
+
+
+def test_no_name_transformers_uses_is_taken_for_a_misspelling(caplog):
+  """Every field and alias of transformers' configurations, and generation's
+  settings, is kept quietly (as T5Config keeps it)."""
+  from transformers import CONFIG_MAPPING  # pylint: disable=g-import-not-at-top
+  configuration = _configuration()
+  names = set(transformers.GenerationConfig().to_dict())
+  for model_type in CONFIG_MAPPING.keys():
+    try:
+      config_class = CONFIG_MAPPING[model_type]
+    except (ImportError, KeyError):
+      continue
+    names.update(f.name for f in dataclasses.fields(config_class))
+    names.update(config_class.attribute_map)
+  close = {n for n in names - set(_declared())
+           if configuration.difflib.get_close_matches(
+               n, _synthesizer_fields(), n=1, cutoff=0.8)}
+  assert close  # transformers' names that resemble the Synthesizer's fields
+  for name in sorted(close) + ["bos_token_id", "num_labels",
+                               "layer_norm_eps"]:
+    assert configuration.misspelled_field(name) is None, name
+
+
+def test_a_config_takes_what_transformers_tests_give_it(caplog):
+  """T5's tester's keywords, and the attribute transformers' test helper
+  sets on every configuration (`set_config_for_less_flaky_test`)."""
+  configuration = _configuration()
+  with caplog.at_level(logging.WARNING):
+    config = configuration.MtfSynthesizerConfig(
+        **_settings(bos_token_id=0, num_labels=3, classifier_dropout=0.0))
+  assert (config.bos_token_id, config.num_labels) == (0, 3)
+  transformers.testing_utils.set_config_for_less_flaky_test(config)
+  assert config.layer_norm_eps == 1.0
+  assert "did you mean" not in caplog.text
+  _runs(config)
 
 
 def test_functions_as_a_string_set_after_construction():
@@ -184,7 +244,7 @@ def test_fd_default_factors_follow_n():
 def test_fd_factors_chosen_by_hand_refuse_another_n_at_once(tmp_path):
   config = tiny_models.config(("factorized_dense",),
                               factorized_dense_factors=(2, 8))
-  with pytest.raises(ValueError) as error:
+  with pytest.raises(CONFIG_ERRORS) as error:
     config.synthesizer_max_length = 32
   _assert_names(error.value, "factorized_dense_factors")
   assert (config.synthesizer_max_length,
@@ -213,8 +273,7 @@ def test_every_mesh_setting_is_declared_with_a_field():
   for name, function_class in synthesizers.BY_NAME.items():
     given = function_class().export_settings(16)
     assert set(table[name].mesh_settings) == set(given), name
-  fields = inspect.signature(
-      configuration.MtfSynthesizerConfig.__init__).parameters
+  fields = _declared()
   for name, settings in table.items():
     assert set(settings.fields) <= set(fields), name
     items = {}
@@ -287,7 +346,7 @@ def _mesh_function_settings():
 def _verdict(build) -> bool:
   try:
     build()
-  except ValueError:
+  except CONFIG_ERRORS:
     return False
   return True
 
@@ -297,7 +356,7 @@ def _verdict(build) -> bool:
 def test_mesh_and_pytorch_agree_on_a_function_setting(shared):
   name, function_class, setting, field = shared
   configuration = _configuration()
-  assert field in configuration.FIELD_RULES
+  assert field in _declared()
   for value in PROBES:
     mesh = _verdict(lambda: function_class(**{setting: value}))
     torch_side = _verdict(lambda: configuration.MtfSynthesizerConfig(

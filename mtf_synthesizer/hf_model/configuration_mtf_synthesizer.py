@@ -2,15 +2,18 @@
 # Licensed under the Apache License, Version 2.0.
 """The configuration of a Synthesizer T5 in PyTorch.
 
-Fields that mean what they mean in transformers' `T5Config` have its names
-(`d_model`, `d_kv`, `d_ff`, `num_heads`, `num_layers`, `num_decoder_layers`,
-`vocab_size`, `feed_forward_proj`, `relative_attention_num_buckets`, ...):
-set them on a loaded config and `from_config` builds that size. The
-Synthesizer's own fields say which synthesizing functions each stack's
-self-attention composes (Tay et al., Table 1) and their sizes; mesh's layout
-options (a relative position bias per layer, multi-query attention, queries
-scaled at run time, learned absolute positions) are fields too, so that
-`mtf_synthesizer.export` can describe any model the stock CLI trains.
+Written as transformers 5 writes `T5Config`: a `@strict` dataclass whose
+fields are typed class attributes, each declared once with its default and
+a line saying what it is, checked at construction, on assignment and on
+`from_pretrained`. Fields that mean what they mean in `T5Config` have its
+names (`d_model`, `d_kv`, `num_heads`, `num_layers`, `feed_forward_proj`,
+...), and it accepts every keyword and attribute a transformers
+configuration takes. The Synthesizer's own fields say which synthesizing
+functions each stack's self-attention composes (Tay et al., Table 1) and
+their sizes; mesh's layout options (a relative position bias per layer,
+multi-query attention, queries scaled at run time, learned absolute
+positions) are fields too, so that `mtf_synthesizer.export` can describe any
+model the stock CLI trains.
 """
 
 import copy
@@ -18,18 +21,21 @@ import dataclasses
 import difflib
 import functools
 import importlib.util
-import inspect
-import numbers
 import os
 import shutil
 import sys
 import types
-from typing import (Any, Callable, Dict, Mapping, NamedTuple, Optional,
-                    Sequence, Tuple)
+from typing import (Any, Callable, Dict, Literal, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple)
 
-from transformers import PretrainedConfig
+from huggingface_hub.dataclasses import strict
+from huggingface_hub.dataclasses import validated_field
+from transformers import PreTrainedConfig
+from transformers import T5Config
+from transformers.utils import logging
 
-RELATIVE_ATTENTION_TYPES = (None, "bias", "bias_shared")
+logger = logging.get_logger(__name__)
+
 # transformers' model types of T5's family and layout, which `from_t5`
 # converts (ByT5 and FLAN-T5 are "t5").
 T5_MODEL_TYPES = ("t5", "mt5")
@@ -191,164 +197,12 @@ def write_extensions(directory: str, names: Sequence[str]) -> Tuple[str, ...]:
   return modules
 
 
-def function_names() -> Tuple[str, ...]:
-  """The synthesizing functions the model code implements.
-
-  The names of the mesh package (`mtf_synthesizer.synthesizers.BY_NAME`).
-
-  Returns:
-    The names.
-  """
-  return tuple(FUNCTION_SETTINGS)
-
-
 # The activations of the feed-forward layer, alone or after "gated-": mesh's
 # names and transformers' (ACT2FN) for the same function (mesh's gelu is
 # the tanh approximation).
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu_pytorch_tanh",
                "gelu_new": "gelu_pytorch_tanh", "silu": "silu",
                "swish": "silu", "linear": "linear"}
-
-
-def _invalid(field: str, value: Any, valid: str) -> ValueError:
-  """The error for a field's value: the field, the value, what is valid."""
-  return ValueError("MtfSynthesizerConfig.%s must be %s, got %r" %
-                    (field, valid, value))
-
-
-def _integer(value: Any) -> bool:
-  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _real(value: Any) -> bool:
-  return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _positive_int(field: str, value: Any) -> int:
-  if not _integer(value) or value < 1:
-    raise _invalid(field, value, "a positive integer")
-  return int(value)
-
-
-def _optional_positive_int(field: str, value: Any) -> Optional[int]:
-  if value is None:
-    return None
-  if not _integer(value) or value < 1:
-    raise _invalid(field, value, "a positive integer or None")
-  return int(value)
-
-
-def _non_negative_int(field: str, value: Any) -> int:
-  if not _integer(value) or value < 0:
-    raise _invalid(field, value, "an integer >= 0")
-  return int(value)
-
-
-def _boolean(field: str, value: Any) -> bool:
-  if not isinstance(value, bool):
-    raise _invalid(field, value, "True or False")
-  return value
-
-
-def _positive_float(field: str, value: Any) -> float:
-  if not _real(value) or not value > 0:
-    raise _invalid(field, value, "a number > 0")
-  return float(value)
-
-
-def _non_negative_float(field: str, value: Any) -> float:
-  if not _real(value) or not value >= 0:
-    raise _invalid(field, value, "a number >= 0")
-  return float(value)
-
-
-def _probability(field: str, value: Any) -> float:
-  if not _real(value) or not 0 <= value < 1:
-    raise _invalid(field, value, "a number in [0, 1)")
-  return float(value)
-
-
-def _one_of(*choices: Any) -> Callable[[str, Any], Any]:
-  def check(field: str, value: Any) -> Any:
-    if not any(value == c and type(value) is type(c) for c in choices):
-      raise _invalid(field, value, "one of %r" % (choices,))
-    return value
-  return check
-
-
-def _feed_forward(field: str, value: Any) -> str:
-  parts = value.split("-") if isinstance(value, str) else []
-  if not (len(parts) == 1 or (len(parts) == 2 and parts[0] == "gated")) or (
-      parts[-1] not in ACTIVATIONS):
-    raise _invalid(field, value, "an activation of %s, or 'gated-' and one" %
-                   (tuple(ACTIVATIONS),))
-  return value
-
-
-def _function_names(field: str, value: Any) -> Tuple[str, ...]:
-  """A stack's synthesizing functions: a tuple, or a "+"-joined string."""
-  names = value.split("+") if isinstance(value, str) else value
-  valid = ("distinct names of synthesizing functions among %s (a tuple, or "
-           "joined by '+')" % (list(FUNCTION_SETTINGS),))
-  try:
-    names = tuple(names)
-  except TypeError:
-    raise _invalid(field, value, valid) from None
-  if (not names or len(set(names)) != len(names) or
-      any(name not in FUNCTION_SETTINGS for name in names)):
-    raise _invalid(field, value, valid)
-  return names
-
-
-def _factors(field: str, value: Any) -> Optional[Tuple[int, int]]:
-  """FD's (a, b), or None for the default."""
-  if value is None:
-    return None
-  if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or
-      len(value) != 2 or not all(_integer(v) and v >= 1 for v in value)):
-    raise _invalid(field, value, "two positive integers (a, b) with a * b "
-                   "== synthesizer_max_length, or None")
-  return tuple(int(v) for v in value)
-
-
-# Each field's check: it returns the value as stored (a "+"-joined string of
-# functions as a tuple) or raises a ValueError naming the field, the value
-# and what would be valid. The same rules as mesh's layer for the settings
-# the two share (tests/test_config_validation.py compares them).
-FIELD_RULES: Dict[str, Callable[[str, Any], Any]] = {
-    "vocab_size": _positive_int,
-    "d_model": _positive_int,
-    "d_kv": _positive_int,
-    "d_ff": _positive_int,
-    "num_layers": _positive_int,
-    "num_decoder_layers": _optional_positive_int,
-    "num_heads": _positive_int,
-    "relative_attention_num_buckets": _positive_int,
-    "relative_attention_max_distance": _positive_int,
-    "dropout_rate": _probability,
-    "layer_norm_epsilon": _positive_float,
-    "initializer_factor": _positive_float,
-    "feed_forward_proj": _feed_forward,
-    "is_encoder_decoder": _boolean,
-    "use_cache": _boolean,
-    "tie_word_embeddings": _boolean,
-    "encoder_synthesizers": _function_names,
-    "decoder_synthesizers": _function_names,
-    "synthesizer_max_length": _positive_int,
-    "learned_mixture_weights": _boolean,
-    "factorized_random_k": _positive_int,
-    "factorized_dense_factors": _factors,
-    "dense_hidden_size": _optional_positive_int,
-    "dense_share_query_projection": _boolean,
-    "synthesizer_use_bias": _boolean,
-    "relative_attention_type": _one_of(*RELATIVE_ATTENTION_TYPES),
-    "num_memory_heads": _non_negative_int,
-    "scale_queries": _boolean,
-    "shared_embedding": _boolean,
-    "max_position_embeddings": _optional_positive_int,
-    "z_loss": _non_negative_float,
-    "loss_denominator": _one_of("tokens", "positions"),
-}
 
 
 def default_factors(n: int) -> Tuple[int, int]:
@@ -366,53 +220,108 @@ def default_factors(n: int) -> Tuple[int, int]:
   return a, n // a
 
 
+# Each field's check beyond its type (the type annotation's check runs
+# first): it raises a ValueError saying what is valid and the value; the
+# strict dataclass names the field. The same rules as mesh's layer for the
+# settings the two share (tests/test_bad_input.py compares them).
+
+
+def _check(valid: str, holds: Callable[[Any], bool]) -> Callable[[Any], None]:
+  def check(value: Any) -> None:
+    if not holds(value):
+      raise ValueError("must be %s, got %r" % (valid, value))
+  return check
+
+
+_positive = _check("a positive integer", lambda v: v >= 1)
+_positive_or_none = _check("a positive integer or None",
+                           lambda v: v is None or v >= 1)
+_non_negative = _check("an integer >= 0", lambda v: v >= 0)
+_positive_number = _check("a number > 0", lambda v: v > 0)
+_non_negative_number = _check("a number >= 0", lambda v: v >= 0)
+_probability = _check("a number in [0, 1)", lambda v: 0 <= v < 1)
+
+
+def _split_functions(value: Any) -> Any:
+  """A stack's functions as a tuple (from a "+"-joined string or a list)."""
+  if isinstance(value, str):
+    return tuple(value.split("+"))
+  return tuple(value) if isinstance(value, list) else value
+
+
+def _functions(value: Any) -> None:
+  names = _split_functions(value)
+  if (not names or len(set(names)) != len(names) or
+      any(name not in FUNCTION_SETTINGS for name in names)):
+    raise ValueError(
+        "must be distinct names of synthesizing functions among %s (a "
+        "tuple, or joined by '+'), got %r" % (list(FUNCTION_SETTINGS), value))
+
+
+def _factors(value: Any) -> None:
+  if value is not None and (len(value) != 2 or any(
+      isinstance(v, bool) or v < 1 for v in value)):
+    raise ValueError("must be two positive integers (a, b) with a * b == "
+                     "synthesizer_max_length, or None, got %r" % (value,))
+
+
+def _feed_forward(value: str) -> None:
+  parts = value.split("-")
+  if not (len(parts) == 1 or (len(parts) == 2 and parts[0] == "gated")) or (
+      parts[-1] not in ACTIVATIONS):
+    raise ValueError("must be an activation of %s, or 'gated-' and one, got "
+                     "%r" % (tuple(ACTIVATIONS), value))
+
+
+def _field(check: Callable[[Any], None], default: Any) -> Any:
+  return validated_field(check, default=default)
+
+
 @functools.lru_cache(maxsize=None)
-def _base_fields() -> frozenset:
-  """The fields of transformers' PretrainedConfig (a keyword it knows)."""
-  return frozenset(PretrainedConfig().to_dict()) | {
-      "architectures", "auto_map", "transformers_version", "model_type",
-      "name_or_path", "_name_or_path", "dtype", "torch_dtype",
-      "attn_implementation", "_attn_implementation"}
+def _transformers_names() -> frozenset:
+  """Every field and attribute name of transformers' configurations."""
+  # pylint: disable-next=g-import-not-at-top
+  from transformers import CONFIG_MAPPING, GenerationConfig
+  names = set(GenerationConfig().to_dict())
+  for model_type in CONFIG_MAPPING.keys():
+    try:
+      config_class = CONFIG_MAPPING[model_type]
+    except (ImportError, KeyError):  # a configuration needing a package
+      continue
+    names.update(f.name for f in dataclasses.fields(config_class))
+    names.update(config_class.attribute_map)
+  return frozenset(names)
 
 
-# Fields whose value another field's setting changes (kept together when a
-# setting fails).
-_DERIVED_FROM = {
-    "feed_forward_proj": ("dense_act_fn", "is_gated_act"),
-    "synthesizer_max_length": ("factorized_dense_factors",),
-}
+def misspelled_field(key: str) -> Optional[str]:
+  """The Synthesizer's field a keyword likely misspells, or None.
 
-
-def _check_keywords(kwargs: Dict[str, Any]) -> None:
-  """Raises on a keyword that is no field but close to one (a misspelling).
-
-  Other keywords are transformers' own or a user's extra attribute, which
-  PretrainedConfig keeps, as transformers' configurations do.
+  Only the fields `T5Config` lacks are candidates, and never a name that a
+  transformers configuration uses.
 
   Args:
-    kwargs: the keywords past MtfSynthesizerConfig's own.
+    key: a keyword that is no field.
 
-  Raises:
-    TypeError: naming the keyword and the closest field.
+  Returns:
+    The closest of the Synthesizer's own fields, or None.
   """
-  fields = list(inspect.signature(MtfSynthesizerConfig.__init__).parameters)
-  known = _base_fields() | set(MtfSynthesizerConfig.attribute_map) | {
-      "dense_act_fn", "is_gated_act", "num_hidden_layers"}
-  for key in kwargs:
-    if key in known:
-      continue
-    close = difflib.get_close_matches(key, fields, n=1, cutoff=0.8)
-    if close:
-      raise TypeError("MtfSynthesizerConfig got an unknown field %r: did you "
-                      "mean %r?" % (key, close[0]))
+  t5_fields = {f.name for f in dataclasses.fields(T5Config)}
+  own = [f.name for f in dataclasses.fields(MtfSynthesizerConfig)
+         if f.name not in t5_fields]
+  close = difflib.get_close_matches(key, own, n=1, cutoff=0.8)
+  if not close or key in _transformers_names():
+    return None
+  return close[0]
 
 
-class MtfSynthesizerConfig(PretrainedConfig):
+@strict
+class MtfSynthesizerConfig(PreTrainedConfig):
   """A T5 whose self-attention composes synthesizing functions.
 
   The defaults are T5.1.1-small's sizes with mesh's dot-product attention
   (V); `encoder_synthesizers=("random",)`, for example, makes the Random
-  Synthesizer (R) and `("dense", "dot_product")` the mixture D+V.
+  Synthesizer (R) and `("dense", "dot_product")` the mixture D+V. Each
+  field's line below says what it is.
   """
   model_type = "mtf_synthesizer"
   keys_to_ignore_at_inference = ["past_key_values"]
@@ -420,254 +329,204 @@ class MtfSynthesizerConfig(PretrainedConfig):
                    "num_attention_heads": "num_heads",
                    "head_dim": "d_kv"}
 
-  def __init__(
-      self,
-      vocab_size: int = 32128,
-      d_model: int = 512,
-      d_kv: int = 64,
-      d_ff: int = 1024,
-      num_layers: int = 8,
-      num_decoder_layers: Optional[int] = None,
-      num_heads: int = 6,
-      relative_attention_num_buckets: int = 32,
-      relative_attention_max_distance: int = 128,
-      dropout_rate: float = 0.1,
-      layer_norm_epsilon: float = 1e-6,
-      initializer_factor: float = 1.0,
-      feed_forward_proj: str = "gated-gelu",
-      is_encoder_decoder: bool = True,
-      use_cache: bool = True,
-      pad_token_id: int = 0,
-      eos_token_id: int = 1,
-      decoder_start_token_id: int = 0,
-      tie_word_embeddings: bool = False,
-      encoder_synthesizers: Sequence[str] = ("dot_product",),
-      decoder_synthesizers: Sequence[str] = ("dot_product",),
-      synthesizer_max_length: int = 512,
-      learned_mixture_weights: bool = True,
-      factorized_random_k: int = 8,
-      factorized_dense_factors: Optional[Sequence[int]] = None,
-      dense_hidden_size: Optional[int] = None,
-      dense_share_query_projection: bool = False,
-      synthesizer_use_bias: bool = True,
-      relative_attention_type: Optional[str] = "bias_shared",
-      num_memory_heads: int = 0,
-      scale_queries: bool = False,
-      shared_embedding: bool = True,
-      max_position_embeddings: Optional[int] = None,
-      z_loss: float = 1e-4,
-      loss_denominator: str = "tokens",
-      **kwargs):
-    """Creates the configuration.
+  # T5Config's fields (T5.1.1-small's sizes, mesh's defaults).
+  vocab_size: int = _field(_positive, 32128)
+  """Rows of the (padded) vocabulary."""
+  d_model: int = _field(_positive, 512)
+  """The model width."""
+  d_kv: int = _field(_positive, 64)
+  """Width of a head's queries, keys and values."""
+  d_ff: int = _field(_positive, 1024)
+  """Width of the feed-forward layers."""
+  num_layers: int = _field(_positive, 8)
+  """Blocks of the encoder (of a causal LM's one stack)."""
+  num_decoder_layers: int | None = _field(_positive_or_none, None)
+  """Blocks of the decoder; None: num_layers."""
+  num_heads: int = _field(_positive, 6)
+  """Attention heads."""
+  relative_attention_num_buckets: int = _field(_positive, 32)
+  """T5's relative position buckets."""
+  relative_attention_max_distance: int = _field(_positive, 128)
+  """Distances from here on share a bucket."""
+  dropout_rate: float | int = _field(_probability, 0.1)
+  """mesh's dropout: embeddings, layer outputs, attention weights, the
+  feed-forward hidden layer, the stack's output."""
+  layer_norm_epsilon: float | int = _field(_positive_number, 1e-6)
+  """Epsilon of the RMS norm."""
+  initializer_factor: float | int = _field(_positive_number, 1.0)
+  """Multiplies every initializer's scale (T5's)."""
+  feed_forward_proj: str = _field(_feed_forward, "gated-gelu")
+  """An activation ("relu": T5.1.0), "gated-" for mesh's two input kernels
+  ("gated-gelu": T5.1.1)."""
+  is_encoder_decoder: bool = True
+  """An encoder-decoder, else a causal LM of one stack."""
+  use_cache: bool = True
+  """Keep keys and values while decoding."""
+  pad_token_id: int | None = 0
+  """Padding id (marks the inputs' padding when no mask is given)."""
+  eos_token_id: int | list[int] | None = 1
+  """End of sequence."""
+  decoder_start_token_id: int | None = 0
+  """The first decoder input."""
+  tie_word_embeddings: bool = False
+  """The output layer is the embedding, scaled by d_model**-0.5 (mesh,
+  T5.1.0); else its own weights."""
 
-    Args:
-      vocab_size: rows of the (padded) vocabulary.
-      d_model: the model width.
-      d_kv: width of a head's queries, keys and values.
-      d_ff: width of the feed-forward layers.
-      num_layers: blocks of the encoder (of a causal LM's one stack).
-      num_decoder_layers: blocks of the decoder; default num_layers.
-      num_heads: attention heads.
-      relative_attention_num_buckets: T5's relative position buckets.
-      relative_attention_max_distance: distances from here share a bucket.
-      dropout_rate: mesh's dropout, where mesh applies it: the embeddings,
-        each layer's output, the attention weights, the feed-forward
-        hidden layer, the stack's output.
-      layer_norm_epsilon: epsilon of the RMS norm.
-      initializer_factor: multiplies every initializer's scale (T5's).
-      feed_forward_proj: "relu" (T5.1.0) or "gated-gelu" (T5.1.1): an
-        activation name, "gated-" for mesh's two input kernels.
-      is_encoder_decoder: an encoder-decoder (else a causal LM of one stack).
-      use_cache: keep keys and values while decoding.
-      pad_token_id: padding id (marks the inputs' padding when no mask is
-        given).
-      eos_token_id: end of sequence.
-      decoder_start_token_id: the first decoder input.
-      tie_word_embeddings: the output layer is the embedding (scaled by
-        d_model**-0.5, as mesh and T5.1.0 do); else its own weights.
-      encoder_synthesizers: the synthesizing functions of the encoder's
-        self-attention (of the causal LM's, which reads
-        decoder_synthesizers), a tuple or a "+"-joined string; several make
-        a mixture (eq. 8).
-      decoder_synthesizers: those of the decoder's self-attention.
-      synthesizer_max_length: N, the positions of R, FR, D and FD (their
-        tables' size; mesh's SynthesizerAttention.max_length, renamed here
-        because a config's max_length is generate()'s); the longest
-        sequence a stack with them reads.
-      learned_mixture_weights: a mixture learns its weights alpha (softmax
-        over functions, per head); else each function weighs 1.
-      factorized_random_k: FR's rank k (eq. 7).
-      factorized_dense_factors: FD's (a, b), a * b = N; default
-        the largest divisor a <= sqrt(N).
-      dense_hidden_size: the per-head hidden width of D's and FD's first
-        layer; default d_kv.
-      dense_share_query_projection: D's first layer is the query projection
-        (the original release's dense modes).
-      synthesizer_use_bias: D and FD have biases b1, b2.
-      relative_attention_type: "bias_shared" (one table per stack, T5),
-        "bias" (one per layer) or None.
-      num_memory_heads: heads of keys and values: 0 as many as num_heads,
-        1 multi-query attention.
-      scale_queries: scale the queries by d_kv**-0.5 at run time (mesh's
-        fold_scaling_into_initializer=False); default: the scale is in the
-        query kernel's initializer, as mesh and T5 do.
-      shared_embedding: the encoder and decoder read one embedding.
-      max_position_embeddings: rows of a learned absolute position table
-        added to the embeddings (mesh's positional_embedding), or None.
-      z_loss: mesh's auxiliary loss z_loss * log(Z)^2 per token, added in
-        training only (mesh's default 1e-4; T5 trained with it).
-      loss_denominator: "tokens": the loss is the mean over the target
-        tokens (labels != -100), as transformers' models report it;
-        "positions": the sum over the tokens divided by batch x target
-        length, as mesh divides it (with Adafactor, whose updates are
-        normalized, only mesh's choice weighs the batches as mesh does).
-      **kwargs: PretrainedConfig's.
-    """
+  # The Synthesizer's own fields.
+  encoder_synthesizers: str | Sequence[str] = _field(
+      _functions, ("dot_product",))
+  """The encoder's synthesizing functions (the causal LM reads
+  decoder_synthesizers), a tuple or "+"-joined; several make a mixture
+  (eq. 8)."""
+  decoder_synthesizers: str | Sequence[str] = _field(
+      _functions, ("dot_product",))
+  """The decoder's synthesizing functions."""
+  synthesizer_max_length: int = _field(_positive, 512)
+  """N, the positions of R, FR, D and FD's tables: the longest sequence a
+  stack with them reads (mesh's SynthesizerAttention.max_length)."""
+  learned_mixture_weights: bool = True
+  """A mixture learns its weights alpha (softmax over functions, per head);
+  else each function weighs 1."""
+  factorized_random_k: int = _field(_positive, 8)
+  """FR's rank k (eq. 7)."""
+  factorized_dense_factors: Sequence[int] | None = _field(_factors, None)
+  """FD's (a, b), a * b = N; None: the largest divisor a <= sqrt(N)."""
+  dense_hidden_size: int | None = _field(_positive_or_none, None)
+  """Per-head hidden width of D's and FD's first layer; None: d_kv."""
+  dense_share_query_projection: bool = False
+  """D's first layer is the query projection (the original release's dense
+  modes)."""
+  synthesizer_use_bias: bool = True
+  """D and FD have biases b1, b2."""
+  relative_attention_type: Literal["bias", "bias_shared"] | None = (
+      "bias_shared")
+  """"bias_shared" (one table per stack, T5), "bias" (one per layer) or
+  None."""
+  num_memory_heads: int = _field(_non_negative, 0)
+  """Heads of keys and values: 0 as many as num_heads, 1 multi-query."""
+  scale_queries: bool = False
+  """Scale queries by d_kv**-0.5 at run time (mesh's
+  fold_scaling_into_initializer=False); else in the query initializer."""
+  shared_embedding: bool = True
+  """The encoder and decoder read one embedding."""
+  max_position_embeddings: int | None = _field(_positive_or_none, None)
+  """Rows of a learned absolute position table added to the embeddings
+  (mesh's positional_embedding), or None."""
+  z_loss: float | int = _field(_non_negative_number, 1e-4)
+  """mesh's auxiliary loss z_loss * log(Z)^2 per token, in training only."""
+  loss_denominator: Literal["tokens", "positions"] = "tokens"
+  """"tokens": the mean over target tokens (transformers'); "positions":
+  their sum over batch x target length (mesh's)."""
+
+  def __post_init__(self, **kwargs):
     if "max_length" in kwargs:
-      raise ValueError(
-          "max_length is generate()'s setting (set it on generation_config); "
-          "the size of the synthesizing functions' tables is "
-          "synthesizer_max_length")
-    _check_keywords(kwargs)
-    # Each field through __setattr__, which checks it (FIELD_RULES); the
-    # fields that depend on others are checked once all are set.
-    self.vocab_size = vocab_size
-    self.d_model = d_model
-    self.d_kv = d_kv
-    self.d_ff = d_ff
-    self.num_layers = num_layers
-    self.num_decoder_layers = num_decoder_layers
-    self.num_heads = num_heads
-    self.relative_attention_num_buckets = relative_attention_num_buckets
-    self.relative_attention_max_distance = relative_attention_max_distance
-    self.dropout_rate = dropout_rate
-    self.layer_norm_epsilon = layer_norm_epsilon
-    self.initializer_factor = initializer_factor
-    self.feed_forward_proj = feed_forward_proj
-    self.use_cache = use_cache
-    self.encoder_synthesizers = encoder_synthesizers
-    self.decoder_synthesizers = decoder_synthesizers
-    self.synthesizer_max_length = synthesizer_max_length
-    self.learned_mixture_weights = learned_mixture_weights
-    self.factorized_random_k = factorized_random_k
-    self.factorized_dense_factors = factorized_dense_factors
-    self.dense_hidden_size = dense_hidden_size
-    self.dense_share_query_projection = dense_share_query_projection
-    self.synthesizer_use_bias = synthesizer_use_bias
-    self.relative_attention_type = relative_attention_type
-    self.num_memory_heads = num_memory_heads
-    self.scale_queries = scale_queries
-    self.shared_embedding = shared_embedding
-    self.max_position_embeddings = max_position_embeddings
-    self.z_loss = z_loss
-    self.loss_denominator = loss_denominator
-    super().__init__(pad_token_id=pad_token_id, eos_token_id=eos_token_id,
-                     decoder_start_token_id=decoder_start_token_id,
-                     is_encoder_decoder=is_encoder_decoder,
-                     tie_word_embeddings=tie_word_embeddings, **kwargs)
-    self._check_combination()
+      logger.warning(
+          "max_length is generate()'s setting (set it on generation_config) "
+          "and is dropped here; the size of the synthesizing functions' "
+          "tables is synthesizer_max_length")
+    for key in kwargs:
+      close = misspelled_field(key)
+      if close:
+        logger.warning("MtfSynthesizerConfig got %r, which is no field: did "
+                       "you mean %r? It is kept as an attribute and does "
+                       "nothing.", key, close)
+    if self.num_decoder_layers is None:
+      self.num_decoder_layers = self.num_layers
+    if self.factorized_dense_factors is None:
+      self._set_default_factors(self.synthesizer_max_length)
+    self._set_activation()
+    super().__post_init__(**kwargs)
 
   def __setattr__(self, key: str, value: Any) -> None:
-    """Sets a field, checked; derived fields follow the field they derive from.
-
-    A field of FIELD_RULES is checked as it is set, on construction and
-    afterwards (a loaded config's fields are set this way); the rules
-    across fields (FD's factors against N, num_memory_heads against
-    num_heads, the relative buckets against their distance) run once every
-    field has a value. A value that fails leaves the config as it was.
-
-    Args:
-      key: the field (or an alias of `attribute_map`).
-      value: its value.
-
-    Raises:
-      ValueError: naming the field, the value and what would be valid.
-    """
-    key = type(self).attribute_map.get(key, key)
-    rule = FIELD_RULES.get(key)
-    if rule is None:
+    """Sets a field (checked by its type and rule), then the rules across
+    fields; derived fields follow the field they derive from. A value that
+    fails leaves the config as it was."""
+    key = self.attribute_map.get(key, key)
+    if key in ("encoder_synthesizers", "decoder_synthesizers"):
+      value = _split_functions(value)
+    elif key == "factorized_dense_factors" and value is not None:
+      value = tuple(value)
+    fields = self.__dict__
+    if not fields.get("_post_init_done") or key not in self._own_fields():
       super().__setattr__(key, value)
       return
-    value = rule(key, value)
-    fields = self.__dict__
-    previous = {k: fields[k] for k in _DERIVED_FROM.get(key, ()) + (key,)
-                if k in fields}
-    derived = False
+    before = dict(fields)
     try:
-      if key == "feed_forward_proj":
-        parts = value.split("-")
-        super().__setattr__("dense_act_fn", parts[-1])
-        super().__setattr__("is_gated_act", len(parts) == 2)
-      elif key == "num_decoder_layers" and value is None:
-        value = fields.get("num_layers")  # the decoder as deep as the encoder
-      elif key == "factorized_dense_factors" and value is None:
-        value = default_factors(fields.get("synthesizer_max_length", 1))
-        derived = True
-      elif key == "synthesizer_max_length" and "synthesizer_max_length" in (
-          fields):
-        # FD's default factors follow N; factors chosen by hand are checked.
-        factors = fields.get("factorized_dense_factors")
-        if factors == default_factors(fields["synthesizer_max_length"]):
-          super().__setattr__("factorized_dense_factors",
-                              default_factors(value))
-          derived = True
+      if key == "synthesizer_max_length" and (
+          self.factorized_dense_factors == default_factors(
+              self.synthesizer_max_length)):
+        self._set_default_factors(value)  # default factors follow N
       super().__setattr__(key, value)
-      if derived:
-        self._check_default_split()
-      if all(k in fields for k in FIELD_RULES):
-        self._check_combination()
-    except ValueError:
-      for k in _DERIVED_FROM.get(key, ()) + (key,):
-        if k in previous:
-          super().__setattr__(k, previous[k])
-        else:
-          fields.pop(k, None)
+      if key == "num_decoder_layers" and value is None:
+        super().__setattr__(key, self.num_layers)
+      elif key == "factorized_dense_factors" and value is None:
+        self._set_default_factors(self.synthesizer_max_length)
+      elif key == "feed_forward_proj":
+        self._set_activation()
+      self.validate()
+    except BaseException:
+      fields.clear()
+      fields.update(before)
       raise
 
-  def _check_default_split(self) -> None:
-    """FD's default factors of a prime N would make it Dense: raises.
+  @classmethod
+  @functools.lru_cache(maxsize=None)
+  def _own_fields(cls) -> frozenset:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+  def _set_activation(self) -> None:
+    parts = self.feed_forward_proj.split("-")
+    super().__setattr__("dense_act_fn", parts[-1])
+    super().__setattr__("is_gated_act", len(parts) == 2)
+
+  def _set_default_factors(self, n: int) -> None:
+    """FD's default split of N; a prime N (a split 1 x N) raises.
 
     mesh's rule (`FactorizedDense.factor_sizes`): the default split needs
     a composite N; factors (1, N) given explicitly are allowed.
     """
-    functions = (self.__dict__.get("encoder_synthesizers", ()) +
-                 self.__dict__.get("decoder_synthesizers", ()))
-    n = self.synthesizer_max_length
-    if ("factorized_dense" in functions and
-        self.factorized_dense_factors[0] == 1):
+    factors = default_factors(n)
+    if factors[0] == 1 and "factorized_dense" in (
+        self.encoder_synthesizers + self.decoder_synthesizers):
       raise ValueError(
           "MtfSynthesizerConfig.synthesizer_max_length=%d has no split a * b "
           "with a, b > 1 (%s), so factorized_dense (FD) would be Dense: "
           "choose a composite synthesizer_max_length, or give "
           "factorized_dense_factors=(1, %d) explicitly" % (
               n, "it is prime" if n > 1 else "it is 1", n))
+    super().__setattr__("factorized_dense_factors", factors)
 
-  def _check_combination(self) -> None:
-    """The rules across fields; raises ValueError naming the fields."""
-    n = self.synthesizer_max_length
-    functions = self.encoder_synthesizers + self.decoder_synthesizers
-    if "factorized_dense" in functions:
+  def validate_factorized_dense(self) -> None:
+    """FD's factors multiply to N."""
+    if "factorized_dense" in (self.encoder_synthesizers +
+                              self.decoder_synthesizers):
       a, b = self.factorized_dense_factors
-      if a * b != n:
+      if a * b != self.synthesizer_max_length:
         raise ValueError(
             "MtfSynthesizerConfig.factorized_dense_factors (a, b) need a * b "
             "== synthesizer_max_length (%d), got %r: set both in one call "
             "(MtfSynthesizerConfig(..., synthesizer_max_length=N, "
             "factorized_dense_factors=(a, b))), or set the factors to None "
-            "for the default split of N" % (n, (a, b)))
+            "for the default split of N" % (
+                self.synthesizer_max_length, (a, b)))
+
+  def validate_memory_heads(self) -> None:
+    """Keys and values have as many heads as queries, or one."""
     if self.num_memory_heads not in (0, 1, self.num_heads):
       raise ValueError(
           "MtfSynthesizerConfig.num_memory_heads must be 0, 1 or num_heads "
           "(%d), got %r" % (self.num_heads, self.num_memory_heads))
-    if self.relative_attention_type is not None:
-      buckets = self.relative_attention_num_buckets
-      distance = self.relative_attention_max_distance
-      if buckets < 4 or distance <= buckets // 2:
-        raise ValueError(
-            "MtfSynthesizerConfig.relative_attention_num_buckets must be >= 4 "
-            "and relative_attention_max_distance > num_buckets // 2 (T5's "
-            "buckets: half of them exact distances), got %d and %d" % (
-                buckets, distance))
+
+  def validate_relative_buckets(self) -> None:
+    """T5's buckets: half of them exact distances."""
+    buckets = self.relative_attention_num_buckets
+    distance = self.relative_attention_max_distance
+    if self.relative_attention_type is not None and (
+        buckets < 4 or distance <= buckets // 2):
+      raise ValueError(
+          "MtfSynthesizerConfig.relative_attention_num_buckets must be >= 4 "
+          "and relative_attention_max_distance > num_buckets // 2, got %d "
+          "and %d" % (buckets, distance))
 
   @classmethod
   def get_config_dict(cls, pretrained_model_name_or_path: Any,
@@ -681,7 +540,7 @@ class MtfSynthesizerConfig(PretrainedConfig):
 
     Args:
       pretrained_model_name_or_path: a directory or Hub name.
-      **kwargs: PretrainedConfig.get_config_dict's.
+      **kwargs: PreTrainedConfig.get_config_dict's.
 
     Returns:
       (the fields, the unused keywords).
@@ -701,25 +560,6 @@ class MtfSynthesizerConfig(PretrainedConfig):
           pretrained_model_name_or_path, model_type, cls.model_type, hint))
     return config_dict, kwargs
 
-  def to_diff_dict(self) -> Dict[str, Any]:
-    """config.json's fields: every one of this class, the others if changed.
-
-    transformers writes a field only where it differs from PretrainedConfig's
-    default; a field whose default here is another (`is_encoder_decoder`,
-    True here, False there) would be left out and read back as this class's
-    default. Every field of `__init__` is written, so a reload is the same
-    model.
-
-    Returns:
-      The dictionary written to config.json.
-    """
-    written = super().to_diff_dict()
-    full = self.to_dict()
-    for name in inspect.signature(MtfSynthesizerConfig.__init__).parameters:
-      if name in full:
-        written[name] = full[name]
-    return written
-
   @property
   def num_hidden_layers(self) -> int:
     """The blocks of the stack that decodes: what transformers' caches hold.
@@ -737,7 +577,7 @@ class MtfSynthesizerConfig(PretrainedConfig):
     self.num_layers = value
 
   def get_text_config(self, decoder: Optional[bool] = None,
-                      encoder: Optional[bool] = None) -> PretrainedConfig:
+                      encoder: Optional[bool] = None) -> PreTrainedConfig:
     """The config of one end of the model: this config, not a copy.
 
     transformers copies a flat encoder-decoder's config for one end;
