@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 
+import huggingface_hub
 import pytest
 
 import conftest
@@ -118,6 +119,10 @@ def test_writes_a_model_that_loads_without_the_package(t5_dir, tmp_path):
   assert summary["tokenizer"] == "ByT5Tokenizer"
   assert {"config.json", "model.safetensors", "modeling_mtf_synthesizer.py",
           "t5_conversion_mtf_synthesizer.py"} <= set(os.listdir(out))
+  card = huggingface_hub.ModelCard.load(out / "README.md")
+  assert card.data.library_name == "transformers"
+  assert "base_model" not in card.data.to_dict()  # a directory, no Hub name
+  assert "converted from the T5 %s" % t5_dir in card.text
   (tmp_path / "side.py").write_text(SIDE)
   env = dict(os.environ, HF_MODULES_CACHE=str(tmp_path / "modules"))
   proc = subprocess.run(

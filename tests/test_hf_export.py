@@ -24,6 +24,7 @@ import os
 import subprocess
 
 import gin
+import huggingface_hub
 import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 from mesh_tensorflow.transformer import utils as mtf_utils
@@ -320,6 +321,8 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
     status = conftest.run_tool("export_hf.py", argv)
     assert status == 0, name
     model["config"] = json.loads((out_dir / "config.json").read_text())
+    model["card"] = (out_dir / "README.md").read_text() if (
+        out_dir / "README.md").exists() else None
     model["mesh_logits"] = _mesh_logits(model["dir"], tokens)
     request.append({"name": name, "dir": str(out_dir),
                     "causal": model["causal"], "texts": model["texts"],
@@ -365,6 +368,21 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
 
 DECODED = list(VARIANTS) + ["lm_" + v for v in LM_VARIANTS] + [PLAIN_T5]
 NAMES = DECODED + ["layout_" + name for name in LAYOUTS]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_writes_a_model_card(results, name):
+  card = results["models"][name]["card"]
+  if name == PLAIN_T5:  # transformers' own T5: no card of this package
+    assert card is None
+    return
+  assert "exported from the mesh checkpoint model.ckpt-" in card, name
+  assert "trust_remote_code=True" in card
+  metadata = huggingface_hub.ModelCard(card).data.to_dict()
+  assert metadata["library_name"] == "transformers"
+  assert metadata["pipeline_tag"] == (
+      "text-generation" if results["models"][name]["causal"] else
+      "text2text-generation")
 
 
 @pytest.mark.parametrize("name", NAMES)

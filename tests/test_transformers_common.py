@@ -11,10 +11,12 @@ causal LM (`MtfSynthesizerForCausalLM`). The generation checks are this
 suite's own, under transformers' test names
 (`transformers_tests/generation/test_utils.py`).
 
-Run alone: `cd tests && ../.venv/bin/python -m pytest -q
-test_transformers_common.py`. Every test that does not run says why:
+Run alone: `cd tests && ../.venv/bin/python -m pytest -q -rs
+test_transformers_common.py` (`-rs` lists the skipped tests with their
+reasons, as `make test` does). Every test that does not run says why:
 transformers' own skips (a GPU, `@slow`, the Hub, a feature the model does
-not declare) with their reasons, and this module's in `NOT_APPLICABLE`.
+not declare) with their reasons, and this module's (`NOT_APPLICABLE`,
+`RANDOM_BUFFER`) with theirs.
 """
 
 import unittest
@@ -25,6 +27,7 @@ from transformers.models.auto import modeling_auto
 
 from mtf_synthesizer import attentions
 from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
+from mtf_synthesizer.hf_model import functions_mtf_synthesizer
 from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
 from transformers_tests.generation.test_utils import GenerationTesterMixin
 from transformers_tests.test_configuration_common import ConfigTester
@@ -33,7 +36,8 @@ from transformers_tests.test_modeling_common import ModelTesterMixin
 
 Config = configuration_mtf_synthesizer.MtfSynthesizerConfig
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+# Many models: scheduled with the long modules (conftest.py).
+pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.slow]
 
 # Upstream tests that do not apply to this model, each with its reason
 # (transformers' own skips, `@slow` or a GPU, say theirs).
@@ -42,6 +46,13 @@ NOT_APPLICABLE = {
     "test_cpu_offload": "offloads to an accelerator",
     "test_disk_offload_bin": "offloads to an accelerator",
     "test_disk_offload_safetensors": "offloads to an accelerator",
+}
+# A function whose table is not trained (Fix) holds it as a buffer drawn at
+# random by `_init_weights`; transformers' check of buffers expects none.
+RANDOM_BUFFER = {
+    "test_init_weights_can_init_buffers":
+        "the table of a function that is not trained is a random buffer "
+        "(drawn by _init_weights), which this check takes for a constant",
 }
 
 
@@ -174,7 +185,11 @@ def _test_class(variant, causal_lm):
                  all_model_classes=classes,
                  __module__=__name__,
                  __qualname__="Test%s%s" % (_camel(variant.name), head))
-  for name, reason in NOT_APPLICABLE.items():
+  skips = dict(NOT_APPLICABLE)
+  if any(not functions_mtf_synthesizer.FUNCTIONS[name].trainable
+         for name in variant.components):
+    skips.update(RANDOM_BUFFER)
+  for name, reason in skips.items():
     members[name] = _not_applicable(reason)
   return type(members["__qualname__"], (_CommonTests, unittest.TestCase),
               members)

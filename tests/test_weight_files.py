@@ -15,6 +15,7 @@ names it.
 import json
 import os
 
+import huggingface_hub
 import numpy as np
 import pytest
 from safetensors import safe_open
@@ -125,6 +126,35 @@ def test_from_t5_names_a_missing_directory(tmp_path, capsys):
   assert _from_t5(missing, tmp_path / "out") == 2
   error = capsys.readouterr().err
   assert str(missing) in error and "Repo id" not in error, error
+  assert not (tmp_path / "out").exists()
+
+
+def test_from_t5_names_both_readings_of_an_unreachable_name(
+    tmp_path, capsys, monkeypatch):
+  """A name that is no directory and no Hub model that loads (offline)."""
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+  monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+  assert _from_t5("someone/no-such-t5", tmp_path / "out") == 2
+  error = capsys.readouterr().err
+  assert error.count("\n") == 1, error  # one line
+  assert "neither a T5 checkpoint directory" in error, error
+  assert str(tmp_path / "someone" / "no-such-t5") in error, error
+  assert "Hub model" in error, error
+
+
+@pytest.mark.parametrize("options", [
+    ["--synthesizer_max_length", "0"],
+    ["--synthesizer_max_length", "17", "--variant", "FD"]])
+def test_from_t5_names_a_refused_option_in_one_line(t5_dir, tmp_path, capsys,
+                                                    options):
+  argv = ["--t5", str(t5_dir), "--variant", "V", "--output_dir",
+          str(tmp_path / "out")] + options
+  assert from_t5_command.main(argv) == 2
+  error = capsys.readouterr().err
+  last = error.strip().splitlines()[-1]  # after transformers' progress
+  assert last.startswith("error: ") and "Traceback" not in error, error
+  assert "synthesizer_max_length" in last, error
   assert not (tmp_path / "out").exists()
 
 

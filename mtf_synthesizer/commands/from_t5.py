@@ -33,6 +33,8 @@ import os
 import sys
 from typing import Any, Dict, Optional, Sequence
 
+from huggingface_hub.errors import StrictDataclassError
+
 from mtf_synthesizer import attentions
 from mtf_synthesizer.commands import whole_dir
 
@@ -142,6 +144,8 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
   # pylint: disable=g-import-not-at-top
   import transformers
   from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
+  from mtf_synthesizer.hf_model.model_card_mtf_synthesizer import (
+      write_model_card)
   whole_dir.check(output_dir, overwrite, [t5])  # before the T5 is loaded
   model, info = modeling.MtfSynthesizerForConditionalGeneration.from_t5(
       t5, encoder_synthesizers=components, decoder_synthesizers=components,
@@ -161,6 +165,12 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
                    % (t5, str(e).split("\n")[0]))
   with whole_dir.written_whole(output_dir, overwrite, [t5]) as partial:
     model.save_pretrained(partial)  # with the model's code, auto_map
+    write_model_card(
+        partial, model.config,
+        "converted from the T5 %s by mtf-synthesizer-from-t5: T5's weights "
+        "where the Synthesizer has them, the synthesizing functions' own "
+        "drawn as mesh initializes them" % t5,
+        base_model=None if os.path.isdir(t5) else t5)
     if tokenizer is not None:
       tokenizer.save_pretrained(partial)
   return {"output_dir": output_dir, "architecture": ARCHITECTURE,
@@ -179,8 +189,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
   Returns:
     0 (also when the T5 has no tokenizer: the summary's notes say so), or
-    2 when the T5 does not load or has a weight with no place, or
-    --output_dir holds files without --overwrite (the reason on stderr).
+    2 when the T5 does not load or has a weight with no place, an option's
+    value is refused, or --output_dir holds files without --overwrite (the
+    reason on stderr, one line).
   """
   args = parse_args(sys.argv[1:] if argv is None else argv)
   # pylint: disable-next=g-import-not-at-top
@@ -188,8 +199,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     summary = convert(args.t5, args.components, args.output_dir,
                       args.synthesizer_max_length, args.overwrite)
-  except (OSError, t5_conversion_mtf_synthesizer.T5ConversionError) as e:
-    print("error: %s" % e, file=sys.stderr)
+  except (OSError, ValueError, StrictDataclassError,
+          t5_conversion_mtf_synthesizer.T5ConversionError) as e:
+    # A bad value (the configuration's checks name it): one line.
+    print("error: %s" % " ".join(str(e).split()), file=sys.stderr)
     return 2
   for note in summary["notes"]:
     print("note: %s" % note, file=sys.stderr)

@@ -604,6 +604,20 @@ def t5_config(fields: Dict[str, Any]) -> Dict[str, Any]:
               decoder_start_token_id=0, use_cache=True)
 
 
+def _write_model_card(out_dir: str, config: Dict[str, Any],
+                      checkpoint: str) -> None:
+  """The exported directory's README.md (a user's own card is kept)."""
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer.hf_model import model_card_mtf_synthesizer
+  fields = {k: v for k, v in config.items()
+            if k not in ("model_type", "architectures", "auto_map")}
+  model_card_mtf_synthesizer.write_model_card(
+      out_dir, _configuration().MtfSynthesizerConfig(**fields),
+      "exported from the mesh checkpoint %s (step %s) by "
+      "mtf-synthesizer-export-hf" % (
+          os.path.basename(checkpoint), checkpoint.rsplit("-", 1)[-1]))
+
+
 def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
            checkpoint: Optional[str] = None,
            plain_t5: bool = False) -> Dict[str, Any]:
@@ -677,6 +691,7 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
     _configuration().write_extensions(
         out_dir, list(fields.get("encoder_synthesizers") or ()) +
         list(fields.get("decoder_synthesizers") or ()))
+    _write_model_card(out_dir, config, checkpoint)
   tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)
   with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
     json.dump({"decoder_start_token_id": 0, "eos_token_id": 1,

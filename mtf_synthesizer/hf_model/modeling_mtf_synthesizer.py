@@ -55,6 +55,7 @@ from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .configuration_mtf_synthesizer import write_extensions
+from .model_card_mtf_synthesizer import write_model_card
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS
@@ -317,7 +318,8 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     The model code is written beside the weights (the Auto classes'
     `auto_map`), and with it the module of each synthesizing function the
     model uses that this package does not define (`load_extension`), so
-    that the folder loads with `trust_remote_code=True` on its own.
+    that the folder loads with `trust_remote_code=True` on its own; and a
+    model card (README.md), unless the folder has a card of its own.
 
     Args:
       save_directory: the folder.
@@ -329,6 +331,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     write_extensions(os.fspath(save_directory),
                      config.encoder_synthesizers +
                      config.decoder_synthesizers)
+    loaded_from = config.name_or_path
+    write_model_card(save_directory, config, (
+        "saved by save_pretrained from a model loaded from %s" % loaded_from
+        if loaded_from else "saved by save_pretrained from a model built in "
+        "PyTorch"))
 
   @classmethod
   def _can_set_attn_implementation(cls) -> bool:

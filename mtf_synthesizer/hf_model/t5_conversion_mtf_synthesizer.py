@@ -118,7 +118,17 @@ def _load_t5(t5_model_or_path: Union[PreTrainedModel, str]):
     if not os.path.isdir(path) and _is_a_path(path):
       raise FileNotFoundError("no T5 checkpoint directory at %s" % path)
     check_weights(path)  # a directory's files, naming a broken one
-    t5 = AutoModelForSeq2SeqLM.from_pretrained(path)
+    try:
+      t5 = AutoModelForSeq2SeqLM.from_pretrained(path)
+    except OSError as error:
+      if os.path.isdir(path):
+        raise
+      # Neither reading worked: say both, not only the Hub's.
+      raise FileNotFoundError(
+          "%s is neither a T5 checkpoint directory (there is no directory "
+          "%s) nor a Hub model that loads (%s)" % (
+              path, os.path.abspath(path),
+              str(error).strip().split("\n")[0])) from error
   if t5.config.model_type not in T5_MODEL_TYPES:
     raise T5ConversionError(
         "from_t5 reads a T5ForConditionalGeneration (model_type %s), not "
