@@ -17,7 +17,8 @@ spans and blocks) and their links:
 
 docs/README.md, the index, lists every page. README.md's counts of the
 installed commands and of the variants are those of setup.py and of the
-attention table (`mtf_synthesizer/attentions.py`).
+attention table (`mtf_synthesizer/attentions.py`). LICENSE is setup.py's
+licence, and CITATION.cff cites the paper the README links.
 """
 
 import glob
@@ -286,3 +287,18 @@ def test_readme_counts_the_variants():
   readme = _read("README.md")
   counts = _counts(readme, "variants")
   assert counts and set(counts) == {len(attentions.VARIANTS)}, counts
+
+
+def test_the_licence_and_the_citation_are_the_packages():
+  """LICENSE is setup.py's licence; CITATION.cff cites the README's paper."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  licence = _read("LICENSE").split()
+  assert licence[:4] == ["Apache", "License", "Version", "2.0,"]
+  assert re.search(r'license="Apache 2\.0"', _read("setup.py"))
+  citation = yaml.safe_load(_read("CITATION.cff"))
+  assert citation["license"] == "Apache-2.0"
+  assert citation["version"] == re.search(r'version="([^"]+)"',
+                                          _read("setup.py")).group(1)
+  paper = citation["preferred-citation"]
+  readme = " ".join(_read("README.md").split())
+  assert "[*%s*](%s)" % (paper["title"], paper["url"]) in readme
