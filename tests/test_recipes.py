@@ -9,8 +9,10 @@ for the released checkpoint, a byte task for GLUE's RTE, 64-token
 sequences, and the same count of steps past the checkpoint's step as the
 README's (scaled down to one). Recipe 2 (C4 pretraining on a Cloud TPU)
 cannot run without a TPU: its TPU VM commands are checked against what the
-TPU tool itself creates, and the tool's own dry run of the README's
-command prints the pretraining command, whose names the stock CLI knows.
+TPU tool itself creates, the tool's own dry run of the README's command
+prints the pretraining command, whose names the stock CLI knows, and that
+command trains one step at tiny scale on one CPU device (its TPU flags
+dropped; a tiny model, a byte task, 64-token sequences).
 Recipe 3 (export and generate) runs in tests/test_hf_export.py.
 """
 
@@ -209,3 +211,33 @@ def test_recipe_2_pretrains_on_c4_with_names_the_cli_knows(capsys):
   problems = test_docs._cli_problems  # pylint: disable=protected-access
   assert problems(pretrain) == []
 
+
+
+@pytest.mark.slow
+def test_recipe_2_pretraining_command_trains_at_tiny_scale(capsys, tmp_path):
+  """The job's printed pretraining command, off TPU at tiny scale: the model
+  file, the C4 experiment and the variant compose and train one step."""
+  (pretrain,) = [c for c in _printed(_dry_run(capsys))
+                 if c.program == doc_blocks.CLI]
+  (model_dir,) = pretrain.values("model_dir")
+  argv = pretrain.substituted({
+      model_dir: str(tmp_path / "pretrain"),
+      "models/t5.1.0.base.gin": commands.TINY_MODEL_GIN,
+      "utils.run.train_steps = 524288": "utils.run.train_steps = 1"})
+  argv = doc_blocks.drop(argv, "--t5_tfds_data_dir=", "utils.run.layout_rules")
+  argv = _on_one_cpu(argv) + [
+      "--gin_param=MIXTURE_NAME = '%s'" % commands.SPAN_CORRUPTION,
+      "--gin_param=utils.run.sequence_length = {'inputs': %d, "
+      "'targets': %d}" % (conftest.LENGTH, conftest.LENGTH),
+      "--gin_param=SynthesizerAttention.max_length = %d" % conftest.LENGTH,
+      "--gin_param=utils.run.batch_size = ('tokens_per_batch', %d)" % (
+          4 * conftest.LENGTH)]
+  proc = subprocess.run([commands.cli_path()] + argv[1:], cwd=conftest.REPO,
+                        capture_output=True, text=True, timeout=900,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  values = _values(str(tmp_path / "pretrain"), 1)
+  assert values["global_step"] == 1
+  # R+V: the random table and the mixture weights beside q and k.
+  for name in ("random/R", "mixture/alpha_logits", "q", "k"):
+    assert ATTN + name in values, name
