@@ -33,8 +33,13 @@ CLI = "t5_mesh_transformer"
 SHELL_LANGUAGES = ("sh", "bash", "shell")
 # Programs whose lines are commands, by the last part of their path (any
 # `python`, `python3`, `python3.11` too, see `is_python`).
+# The package's installed commands (setup.py's console scripts), each with
+# the checkout's script of the same name in tools/.
+INSTALLED = ("mtf-synthesizer-export-hf", "mtf-synthesizer-from-t5",
+             "mtf-synthesizer-tpu-job",
+             "mtf-synthesizer-convert-release-checkpoint")
 PROGRAMS = (CLI, "make", "cd", "git", "gcloud", "tensorboard", "docker",
-            "curl", "torchrun", "run_gpu_checks.sh")
+            "curl", "torchrun", "run_gpu_checks.sh", "pip", "sudo") + INSTALLED
 ELISION = "..."
 
 
@@ -42,6 +47,21 @@ def documents() -> List[str]:
   """README.md and docs/*.md, repository-relative, in order."""
   docs = sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
   return ["README.md"] + [os.path.relpath(d, REPO) for d in docs]
+
+
+def tool_of(program: str) -> Optional[str]:
+  """The checkout's script of an installed command, repository-relative.
+
+  Args:
+    program: a program as written (any path).
+
+  Returns:
+    `tools/<name>.py` for a command of INSTALLED, else None.
+  """
+  name = os.path.basename(program)
+  if name not in INSTALLED:
+    return None
+  return "tools/%s.py" % name[len("mtf-synthesizer-"):].replace("-", "_")
 
 
 def is_python(program: str) -> bool:

@@ -20,11 +20,12 @@ found without a list to update). Every command is checked by name:
 Then every command that can run offline runs (`pytest.mark.slow`), with no
 other change than the substitutions listed beside it, which the documents
 state (a temporary directory, a few steps, no TPU, a tiny local model in
-place of a released one): here the README's training command, the
+place of a released one): here docs/variants.md's training command, the
 `make demo` recipe in a short form, the serving export and its decoding
-(CLI and Python), the README's Python API block, the attention pictures and
-the TPU tool's dry runs; the quickstart's, the baselines' and the README's
-export commands run in the tests that already trained those models
+(CLI and Python), docs/finetuning.md's Python API block, the attention
+pictures and the TPU tool's dry runs; the quickstart's, the baselines', the
+export commands and the README's recipes run in the tests that already
+trained those models, or in tests/test_recipes.py
 (RUN_ELSEWHERE). A command that does not run says why (`obstacle`), and
 one that could but is run by no test fails `test_every_command_runs_or_
 says_why`.
@@ -87,6 +88,8 @@ EXTERNAL = {
     "curl": "needs a running TensorFlow Serving server",
     "run_gpu_checks.sh": "the GPU checks: minutes of a CUDA device (its "
                          "tools run at tiny dims in their own tests)",
+    "pip": "installs packages from a package index",
+    "sudo": "changes the machine's system packages",
 }
 # Tools whose commands are parsed here and not run, and why.
 TOOLS_NOT_RUN = {
@@ -113,11 +116,12 @@ RUN_ELSEWHERE = {
     ("docs/baselines.md", "baselines/lightweight_conv.gin"):
         "test_baselines_cli.py",
     ("docs/baselines.md", "baselines/linformer.gin"): "test_baselines_cli.py",
-    ("README.md", "--mode=export_predict"): "test_export.py",
-    ("README.md", "saved_model_predict.py"): "test_export.py",
-    ("README.md", "export_hf.py"): "test_hf_export.py",
+    ("docs/export.md", "--mode=export_predict"): "test_export.py",
+    ("docs/export.md", "saved_model_predict.py"): "test_export.py",
+    ("README.md", "mtf-synthesizer-export-hf"): "test_hf_export.py",
+    ("README.md", "rte_dense_vanilla"): "test_recipes.py",
     ("docs/pytorch.md", "train_fsdp.py"): "test_torch_training.py",
-    ("README.md", "from_t5.py"): "test_from_t5_command.py",
+    ("docs/export.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch_benchmark.md", "check_torch_device.py"):
         "test_torch_device_check.py",
@@ -128,19 +132,19 @@ RUN_ELSEWHERE = {
 RUN_HERE = (
     ("README.md", "make demo"),
     ("docs/quickstart.md", "make demo"),
-    ("README.md", "--model_dir=/tmp/syn"),
+    ("docs/variants.md", "--model_dir=/tmp/syn"),
     ("docs/serving.md", "--mode=export_predict"),
     ("docs/serving.md", "saved_model_predict.py"),
     ("docs/analysis.md", "attention_pictures.py"),
 )
 # The Python blocks run here, by a marker of each.
-PYTHON_RUNS = (("README.md", "model.finetune("),
+PYTHON_RUNS = (("docs/finetuning.md", "model.finetune("),
                ("docs/serving.md", "model.export("))
 # Python blocks that other test modules run, where their models are.
 PYTHON_RUN_ELSEWHERE = {
     ("README.md", "model.generate("): "test_hf_export.py",
-    ("README.md", "model.mesh_optimizer("): "test_hf_export.py",
-    ("README.md", ".from_t5("): "test_from_t5_command.py",
+    ("docs/export.md", "model.mesh_optimizer("): "test_hf_export.py",
+    ("docs/export.md", ".from_t5("): "test_from_t5_command.py",
     ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
 }
 
@@ -152,6 +156,8 @@ def _line(command: doc_blocks.Command) -> str:
 def _script(command: doc_blocks.Command) -> Optional[str]:
   """A Python command's script, repository-relative (None for `-m`)."""
   argv = command.full_argv()
+  if doc_blocks.tool_of(argv[0]):
+    return doc_blocks.tool_of(argv[0])
   if not doc_blocks.is_python(argv[0]) or len(argv) < 2 or argv[1] == "-m":
     return None
   path = _repo_file(argv[1], command.cwd)
@@ -204,6 +210,8 @@ def obstacle(command: doc_blocks.Command) -> Optional[str]:
     return "bindings to add to a training command"
   if command.program == "make" and "test" in argv[1:]:
     return "the test suite itself"
+  if command.program == "make" and "install" in argv[1:]:
+    return "reinstalls the package into .venv (make test installs it first)"
   if doc_blocks.is_python(argv[0]) and argv[1:2] == ["-m"]:
     return "runs a module of this test suite"
   if "tpu" in command.flag_names():
@@ -466,8 +474,25 @@ def _torchrun_problems(command: doc_blocks.Command) -> List[str]:
   return _tool_problems(script)
 
 
+def _pip_problems(command: doc_blocks.Command) -> List[str]:
+  """`pip install`: --no-deps (see the README), and its files exist."""
+  argv = command.argv
+  if argv[1:2] != ("install",):
+    return ["pip %s: teach this test what to check" % " ".join(argv[1:])]
+  problems = [] if "--no-deps" in argv else [
+      "pip install without --no-deps (the pins need it: README.md)"]
+  for i, arg in enumerate(argv):
+    if arg == "-r" and not _repo_file(argv[i + 1], command.cwd):
+      problems.append("-r %s: no such file" % argv[i + 1])
+    if arg == "." and not os.path.isfile(os.path.join(
+        conftest.REPO, command.cwd, "setup.py")):
+      problems.append(". is no package")
+  return problems
+
+
 _CHECKS: Dict[str, Callable[[doc_blocks.Command], List[str]]] = {
     "make": _make_problems,
+    "pip": _pip_problems,
     "git": _git_problems,
     "torchrun": _torchrun_problems,
 }
@@ -475,7 +500,11 @@ _CHECKS: Dict[str, Callable[[doc_blocks.Command], List[str]]] = {
 
 def _other_problems(command: doc_blocks.Command, source: str) -> List[str]:
   problems = _file_problems(command) + _env_problems(command, source)
-  if doc_blocks.is_python(command.argv[0]):
+  tool = doc_blocks.tool_of(command.argv[0])
+  if tool:  # an installed command: its script's parser takes the arguments
+    problems += _tool_problems(dataclasses.replace(
+        command, argv=("python", tool) + command.argv[1:]))
+  elif doc_blocks.is_python(command.argv[0]):
     problems += _tool_problems(command)
   elif command.program in _CHECKS:
     problems += _CHECKS[command.program](command)
@@ -595,7 +624,7 @@ def _python_block(block: doc_blocks.Block, replacements: Dict[str, str],
   return run
 
 
-# The README's training command: a temporary model directory, 2 steps.
+# docs/variants.md's training command: a temporary model directory, 2 steps.
 README_TRAIN = {"--model_dir=/tmp/syn": "--model_dir={model_dir}",
                 "utils.run.train_steps=100": "utils.run.train_steps=2"}
 # docs/serving.md's export: a tiny local model (64 positions) for the
@@ -606,7 +635,7 @@ SERVING_EXPORT = {"--model_dir=gs://my-bucket/c4_random": "--model_dir={model}",
                   "--input_sequence_length=512": "--input_sequence_length=64",
                   "--target_sequence_length=512":
                       "--target_sequence_length=64"}
-# The README's Python API block off TPU, as the README says beside it.
+# docs/finetuning.md's Python API block off TPU, as that page says beside it.
 README_API = {
     '"gs://my-bucket/sst2_rv"': "MODEL_DIR",
     '("tokens_per_batch", 65536)': '("tokens_per_batch", 256)',
@@ -651,7 +680,7 @@ def ran(trained_models, tmp_path_factory):
     assert result.returncode == 0, result.stderr[-3000:]
 
   def readme_train():
-    command = doc_blocks.find("README.md", "--model_dir=/tmp/syn")
+    command = doc_blocks.find("docs/variants.md", "--model_dir=/tmp/syn")
     return _run(_cli_argv(command, _formatted(
         README_TRAIN, model_dir=str(root / "syn"))), command.full_env())
 
@@ -672,7 +701,8 @@ def ran(trained_models, tmp_path_factory):
     cwd = root / "readme_api"
     cwd.mkdir()
     (cwd / "inputs.txt").write_text("\n".join(INPUTS) + "\n")
-    block = doc_blocks.find_block("README.md", "python", "model.finetune(")
+    block = doc_blocks.find_block("docs/finetuning.md", "python",
+                                  "model.finetune(")
     return _python_block(
         block, README_API,
         {"TPU": None, "MODEL_DIR": str(cwd / "sst2_rv"),

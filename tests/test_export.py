@@ -33,9 +33,9 @@ pytestmark = pytest.mark.slow
 # product (FR+V) and the dot product alone (V); the export's code path does
 # not depend on the function beyond these.
 VARIANTS = ("random", "dense", "factorized_random_vanilla", "vanilla")
-README_EXPORT = doc_blocks.find("README.md", "--mode=export_predict",
+README_EXPORT = doc_blocks.find("docs/export.md", "--mode=export_predict",
                                 program=doc_blocks.CLI)
-README_DECODE = doc_blocks.find("README.md", "saved_model_predict.py")
+README_DECODE = doc_blocks.find("docs/export.md", "saved_model_predict.py")
 (BATCH,) = map(int, README_EXPORT.values("batch_size"))  # the exported batch
 LONG = conftest.LONG_INPUT
 INPUTS = list(conftest.DECODE_INPUTS)
@@ -118,7 +118,7 @@ def test_a_request_holds_at_most_the_exported_batch(exported):
 
 
 def test_readme_decoding_command(exported):
-  """README.md's decoding command, with the SavedModel's folder."""
+  """docs/export.md's decoding command, with the SavedModel's folder."""
   argv = README_DECODE.substituted({
       "$MODEL_DIR/export/<timestamp>": exported["random"]["saved_model"]})
   proc = subprocess.run([sys.executable] + argv[1:], cwd=conftest.REPO,

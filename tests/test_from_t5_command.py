@@ -162,7 +162,7 @@ def test_reports_what_a_variant_leaves_out(t5_dir, tmp_path, capsys):
 HUB_NAMES = ("google/t5-v1_1-small", "google/flan-t5-small")
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/pytorch.md"])
+@pytest.mark.parametrize("doc", ["docs/export.md", "docs/pytorch.md"])
 def test_the_documents_command(doc, t5_dir, tmp_path, capsys):
   command = doc_blocks.find(doc, "from_t5.py")
   argv = command.full_argv()
@@ -180,8 +180,8 @@ def test_the_documents_command(doc, t5_dir, tmp_path, capsys):
 
 
 def test_the_readmes_python_block(t5_dir, tmp_path):
-  """README.md's from_t5 block, as a user copies it, on the local T5."""
-  block = doc_blocks.find_block("README.md", "python", ".from_t5(")
+  """docs/export.md's from_t5 block, as a user copies it, on the local T5."""
+  block = doc_blocks.find_block("docs/export.md", "python", ".from_t5(")
   script = tmp_path / "readme_from_t5.py"
   script.write_text(doc_blocks.substitute_text(
       block.text, {'"google/t5-v1_1-small"': repr(str(t5_dir))}))

@@ -130,9 +130,9 @@ def test_variant_file_builds_the_components_of_its_row(variant):
 
 
 def test_readme_variant_table_follows_the_variant_table():
-  """README's table: one row per variant, label, equation and gin file."""
+  """docs/variants.md's table: a row per variant, label, equation, gin file."""
   readme = os.path.join(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))), "README.md")
+      os.path.abspath(__file__))), "docs", "variants.md")
   with open(readme) as f:
     rows = [line.split("|")[1:-1] for line in f
             if line.startswith("| ") and "`synthesizer/" in line and

@@ -59,13 +59,15 @@ LM_PROMPTS = ("The \"assert\" statement is",
               "Python's documentation, repeated until it is longer than "
               "the decoded prompts.")
 TOLERANCE = 1e-4  # of the largest logit magnitude
-# README.md's export command exports the CLI's models, with their folders;
-# its Python block runs on R's export, with that export's folder.
-README_EXPORT = doc_blocks.find("README.md", "export_hf.py")
+# README.md's export command (recipe 3, the installed command) exports the
+# CLI's models, with their folders; its Python block runs on R's export,
+# with that export's folder.
+README_EXPORT = doc_blocks.find("README.md", "mtf-synthesizer-export-hf")
 README_BLOCK = doc_blocks.find_block("README.md", "python", "model.generate(")
-README_BLOCK_PATH = '"/tmp/syn/hf"'
-# README.md's training recipe, run on R's export too.
-README_TRAIN_BLOCK = doc_blocks.find_block("README.md", "python",
+README_BLOCK_PATH = '"runs/demo/random/hf"'
+README_MODEL_DIR = "runs/demo/random/model"
+# docs/export.md's training recipe, run on R's export too.
+README_TRAIN_BLOCK = doc_blocks.find_block("docs/export.md", "python",
                                            "model.mesh_optimizer(")
 VOCAB = 384  # the byte vocabulary, padded as mesh pads it
 SIZES = ["d_model = 32", "num_layers = 2", "d_ff = 64", "num_heads = 2",
@@ -315,9 +317,11 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
               "--vocabulary=" + vocabulary]
     elif "export_args" in model:
       argv = [model["dir"], str(out_dir)] + model["export_args"]
-    else:  # README.md's command
-      argv = README_EXPORT.substituted({"$MODEL_DIR/hf": str(out_dir),
-                                        "$MODEL_DIR": model["dir"]})[2:]
+    else:  # README.md's command, by the checkout's script of its name
+      assert doc_blocks.tool_of(README_EXPORT.argv[0]) == "tools/export_hf.py"
+      argv = README_EXPORT.substituted({
+          README_BLOCK_PATH.strip('"'): str(out_dir),
+          README_MODEL_DIR: model["dir"]})[1:]
     status = conftest.run_tool("export_hf.py", argv)
     assert status == 0, name
     model["config"] = json.loads((out_dir / "config.json").read_text())
@@ -478,7 +482,7 @@ def test_readme_python_block(results):
 
 
 def test_readme_training_block(results):
-  """README.md's recipe finetunes R's export, saves and reloads it;
+  """docs/export.md's recipe finetunes R's export, saves and reloads it;
   from_config builds bigger."""
   run = results["readme_train_block"]
   assert run.returncode == 0, run.stderr[-3000:]

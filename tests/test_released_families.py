@@ -291,9 +291,9 @@ def test_family_finetunes_through_mtf_model(written, tmp_path):
 
 
 def test_readme_table_follows_the_families_and_the_runs():
-  """README's table: a row per family, in order, naming its finetunes."""
+  """docs/finetuning.md's table: a row per family, in order, with its runs."""
   with open(os.path.join(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))), "README.md")) as f:
+      os.path.abspath(__file__))), "docs", "finetuning.md")) as f:
     text = f.read()
   start = text.index("| family | layout facts | source | finetuned by |")
   rows = [line.split("|")[1:-1] for line in text[start:].split("\n\n")[0]

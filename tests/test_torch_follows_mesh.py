@@ -8,8 +8,8 @@ variables) is built by mesh from the variant's gin files; its initial
 weights are saved and exported. mesh trains it STEPS steps with its
 AdafactorOptimizer and `learning_rate_schedule_noam` (T5's defaults, z_loss
 1e-4, no dropout) on fixed batches; the export, loaded by transformers,
-trains on the same batches with the README's recipe, `model.mesh_optimizer()`
-and mesh's loss normalization (`loss_denominator="positions"`).
+trains on the same batches with docs/export.md's recipe,
+`model.mesh_optimizer()` and mesh's loss normalization (`loss_denominator="positions"`).
 Each step's loss must agree within LOSS_TOLERANCE (relative).
 
 The same graph also checks `_init_weights`, weight by weight, every weight
@@ -187,7 +187,7 @@ def _small(variables, draws):
 
 
 def torch_training(export_dir):
-  """The README's recipe over the same batches: the losses."""
+  """docs/export.md's recipe over the same batches: the losses."""
   model = transformers.AutoModelForSeq2SeqLM.from_pretrained(
       export_dir, trust_remote_code=True)
   model.config.loss_denominator = "positions"
