@@ -35,6 +35,7 @@ into a package of their own (no TensorFlow, mesh or this package).
 import contextlib
 import functools
 import json
+import logging
 import os
 import re
 import socket
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import warnings
 
+from huggingface_hub.errors import StrictDataclassError
 import pytest
 from safetensors import torch as safetensors_torch
 import torch
@@ -503,15 +505,23 @@ def test_unsupported_inputs_raise():
          factorized_dense_factors=(4, 3)),
     dict(relative_attention_type="absolute"),
     dict(num_memory_heads=3),
-    dict(max_length=N),  # generate()'s, not the tables'
 ], ids=lambda fields: ",".join(fields))
 def test_bad_config_fields_raise(fields):
-  with pytest.raises(ValueError):
+  with pytest.raises((ValueError, StrictDataclassError)):
     _config(("dot_product",), **fields)
 
 
+def test_max_length_is_generates_and_the_config_says_so(caplog):
+  """transformers drops a config's max_length (generate()'s setting), as
+  T5Config does; the warning points to synthesizer_max_length."""
+  with caplog.at_level(logging.WARNING):
+    config = _config(("random",), max_length=2 * N)
+  assert config.synthesizer_max_length == N
+  assert "synthesizer_max_length" in caplog.text
+
+
 def test_unknown_activation_raises():
-  with pytest.raises(ValueError, match="activation"):
+  with pytest.raises(StrictDataclassError, match="activation"):
     _seq2seq(("dot_product",), feed_forward_proj="gated-bogus")
 
 
