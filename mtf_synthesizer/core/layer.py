@@ -269,7 +269,14 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
     return positions, self.rename_length_to_memory_length(positions, context)
 
   def _attend(self, context, logits, bias, v, x, heads_dims):
-    """softmax(logits + bias) with dropout, times the values."""
+    """softmax(logits + bias) with dropout, times the values.
+
+    The tail of mesh's `attention.attention` (bias, z-loss, softmax,
+    dropout, values), which cannot be called here: it computes its logits
+    from q and k itself, where these are S(X). Unlike it, the softmax is
+    `ops.softmax`, the gradients are ordered (`ops.order`), and weights that
+    do not depend on the example get a dropout mask per example.
+    """
     kwargs = self.attention_kwargs_from_context(context)
     memory_length = self.memory_length(context)
     if bias is not None:
