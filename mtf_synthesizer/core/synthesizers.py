@@ -504,7 +504,8 @@ class Mixture(interface.SynthesizingFunction, register=False):
     """Creates the mixture.
 
     Args:
-      components: two or more synthesizing functions, each kind at most once.
+      components: one or more synthesizing functions (alpha is 1 for one),
+        each kind at most once.
       learned_weights: learn alpha (summing to one) or add with weight 1.
     """
     components = list(components)
