@@ -29,85 +29,20 @@ without its mesh layers; `import_layers()` imports them (an attribute of
 theirs, `mtf_synthesizer.SynthesizerAttention`, does it too).
 
 `mtf_synthesizer.MtfModel` is imported on first use, so that importing the
-layers does not import `t5.models`. The modules' former paths
-(`mtf_synthesizer.synthesizers`, `.layer`, `.release`, ...) still import:
-`_FORMER_PATHS` maps each to its module.
+layers does not import `t5.models`.
 """
 
 import importlib
-import importlib.abc
-import importlib.util
 import sys
 
 import _mtf_synthesizer_hooks  # pylint: disable=unused-import
 import gin
 
-# Former module paths (before the subpackages) -> the module's path now.
-_FORMER_PATHS = {
-    "synthesis": "core.interface",
-    "synthesizers": "core.synthesizers",
-    "layer": "core.layer",
-    "reference": "core.reference",
-    "linformer": "baselines.linformer",
-    "local_attention": "baselines.local_attention",
-    "local_conv": "baselines.local_conv",
-    "encoder_classifier": "baselines.encoder_classifier",
-    "release": "checkpoints.release",
-    "release_checkpoint": "checkpoints.release_checkpoint",
-    "optimize": "training.optimize",
-    "determinism": "training.determinism",
-    "summaries": "training.summaries",
-    "cli_entry": "stock_cli.entry",
-    "cli_checks": "stock_cli.checks",
-    "cli_settings": "stock_cli.settings",
-    "cpu_devices": "stock_cli.cpu_devices",
-    "gin_path": "stock_cli.gin_path",
-    "mesh_defaults": "jobs.mesh_defaults",
-    "hf_export": "export.hf_export",
-    "torch_names": "export.torch_names",
-}
-
-
-class _FormerPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-  """Imports `mtf_synthesizer.<former path>` as the module it moved to.
-
-  The same module object under both names: what a user's code, a gin file's
-  `import` line or a saved operative config names keeps working.
-  """
-
-  def __init__(self):
-    self._own_specs = {}
-
-  def find_spec(self, fullname, path=None, target=None):
-    del path, target
-    package, _, name = fullname.rpartition(".")
-    if package == __name__ and name in _FORMER_PATHS:
-      return importlib.util.spec_from_loader(fullname, self)
-    return None
-
-  def create_module(self, spec):
-    name = spec.name.rpartition(".")[2]
-    module = importlib.import_module(
-        "%s.%s" % (__name__, _FORMER_PATHS[name]))
-    self._own_specs[spec.name] = module.__spec__
-    return module
-
-  def exec_module(self, module):
-    # Already executed under its own name; the import system has just set
-    # its __spec__ to the former path's: give it back its own.
-    module.__spec__ = self._own_specs.pop(module.__spec__.name)
-
-
-if not any(isinstance(f, _FormerPaths) for f in sys.meta_path):
-  sys.meta_path.insert(0, _FormerPaths())
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
+from mtf_synthesizer import attentions  # the table (no TensorFlow)
 from mtf_synthesizer.stock_cli import gin_path
 
 GIN_DIR = gin_path.GIN_DIR
 gin.add_config_file_search_path(GIN_DIR)
-
-from mtf_synthesizer import attentions  # the table (no TensorFlow)
 
 # What `import_layers` binds here, in this order: each mesh layer or module
 # of theirs by name, and the module that is it (or holds it).
@@ -182,8 +117,6 @@ def __getattr__(name):
   if name in _LAYERS and not _importing_layers:
     import_layers()  # a command imported the package without them
     return globals()[name]
-  if name in _FORMER_PATHS:  # `mtf_synthesizer.summaries`, not yet imported
-    return importlib.import_module("%s.%s" % (__name__, _FORMER_PATHS[name]))
   if name == "MtfModel":
     from mtf_synthesizer.mtf_model import MtfModel  # pylint: disable=redefined-outer-name
     return MtfModel

@@ -4,7 +4,7 @@
 
 Every gin check, test and tool that covers "every variant" or "every
 baseline" enumerates this table (or a property of the synthesizing
-functions, `synthesizers.SynthesizingFunction`). One row per attention:
+functions, `interface.SynthesizingFunction`). One row per attention:
 
   * a variant (`Kind.SYNTHESIZER`): one gin file `gin/synthesizer/<name>.gin`
     that puts `SynthesizerAttention` with a composition of synthesizing
@@ -150,9 +150,7 @@ _BY_KEY = {key: a for a in ATTENTIONS for key in (a.name, a.label)}
 # Gin files in `gin/synthesizer/` that are not variants: shared includes
 # (leading underscore) and composable extras.
 EXTRA_GIN_FILES = ("init_from_t5", "keep_decoder_self_attention",
-                   "keep_encoder_self_attention", "lean_adafactor",
-                   # former names of the keep_* files, for existing commands
-                   "keep_decoder_vanilla", "keep_encoder_vanilla")
+                   "keep_encoder_self_attention", "lean_adafactor")
 
 
 def get(name: str, *kinds: Kind) -> Attention:

@@ -41,6 +41,7 @@ import t5.models
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
+from mtf_synthesizer.checkpoints import from_t5
 from mtf_synthesizer.stock_cli import gin_path
 
 INIT_FROM_T5_GIN = "synthesizer/init_from_t5.gin"
@@ -141,7 +142,8 @@ class MtfModel(t5.models.MtfModel):
     Args:
       vocabulary: as in `t5.models.MtfModel.estimator`.
       init_checkpoint: as there; when set (and a variant is chosen), the
-        checkpoint is read through `synthesizer/init_from_t5.gin`.
+        checkpoint is read through `synthesizer/init_from_t5.gin`, whose
+        mapping is told this checkpoint.
       disable_tpu: as there.
       score_in_predict_mode: as there.
       sequence_length: as there.
@@ -155,6 +157,8 @@ class MtfModel(t5.models.MtfModel):
     with gin.unlock_config():
       for path in files:
         gin.parse_config_file(path)
+      if init_checkpoint:  # mesh hands it to the mapping only as an argument
+        gin.bind_parameter(from_t5.MAPPING + ".checkpoint", init_checkpoint)
     schedule = self._learning_rate_schedule
     if self._total_train_steps is not None:
       self._learning_rate_schedule = schedule_with_total_steps(

@@ -2,11 +2,12 @@
 # Licensed under the Apache License, Version 2.0.
 """C4 span-corruption pretraining (paper Table 4).
 
-`synth_c4_span_corruption`: t5's `c4_v220_span_corruption` (T5's final
-objective: 15% of tokens in spans of mean length 3 replaced by sentinels) on
-TFDS `c4/en` at the version the installed TFDS builds (`C4_TFDS_NAME`; T5 used
-2.2.0, which the builder still supports). No metric: the paper reports the
-validation loss (log-perplexity) of this objective.
+`synth_c4_span_corruption`: T5's final objective (15% of tokens in spans of
+mean length 3 replaced by sentinels), with the preprocessors of t5's
+`c4_v220_span_corruption` but read from TFDS `c4/en:3.1.0`
+(`C4_TFDS_NAME`, the installed builder's version) where that task reads
+`c4/en:2.2.0`. No metric: the paper reports the validation loss
+(log-perplexity) of this objective.
 """
 
 import seqio

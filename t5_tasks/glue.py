@@ -6,11 +6,13 @@ Each task is t5's own definition (`t5.data.tasks`: TFDS source and version,
 text-to-text preprocessor, postprocessor and metrics) with only the
 vocabulary replaced:
 
-* `synth_glue_<config>` from `glue_<config>_v002` for every GLUE config
-  (cola, sst2, mrpc, qqp, stsb, mnli, mnli_mismatched, mnli_matched, qnli,
-  rte, wnli, ax), TFDS `glue/<config>:1.0.0`;
-* `synth_super_glue_<config>` from `super_glue_<config>_v102` (boolq, cb,
-  copa, multirc, record, rte, wic, axb, axg), TFDS `super_glue/...:1.0.2`;
+* `synth_glue_<config>` from `glue_<config>_v002` for every config of
+  TFDS's GLUE builder (cola, sst2, mrpc, qqp, stsb, mnli, mnli_mismatched,
+  mnli_matched, qnli, rte, wnli, ax), TFDS `glue/<config>:1.0.0`;
+* `synth_super_glue_<config>` from `super_glue_<config>_v102` for every
+  config of TFDS's SuperGLUE builder but WSC's (boolq, cb, copa, multirc,
+  record, rte, wic, axb, axg), TFDS `super_glue/...:1.0.2`, as t5 reads
+  both lists from the builders;
 * `synth_super_glue_wsc_simple_train`, `synth_super_glue_wsc_simple_eval` and
   `synth_dpr_simple`: t5's simplified WSC and DPR, which replace SuperGLUE's
   WSC in T5's training mixtures.
@@ -25,13 +27,16 @@ only a test split and no metric.
 from typing import Dict
 
 import t5.data.glue_utils
+import tensorflow_datasets as tfds
 
 from t5_tasks import registry
 
-GLUE_CONFIGS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli",
-                "mnli_mismatched", "mnli_matched", "qnli", "rte", "wnli", "ax")
-SUPER_GLUE_CONFIGS = ("boolq", "cb", "copa", "multirc", "record", "rte",
-                      "wic", "axb", "axg")
+GLUE_CONFIGS = tuple(b.name for b in tfds.text.glue.Glue.builder_configs
+                     .values())
+# t5 defines no task of SuperGLUE's WSC: its simplified WSC replaces it.
+SUPER_GLUE_CONFIGS = tuple(
+    b.name for b in tfds.text.super_glue.SuperGlue.builder_configs.values()
+    if "wsc" not in b.name)
 
 # synth name -> t5 name
 T5_NAMES: Dict[str, str] = {}

@@ -23,9 +23,8 @@ max_args 10, lengths 500-2000 and 96k/2k/2k examples; the defaults here are
 small so that the task builds in seconds (set them with gin, see
 `docs/tasks.md`).
 
-The seqio task `listops` (also registered as `synth_listops`, for
-configurations that name it so) has `inputs` = expression, `targets` = the
-label digit as text, metric accuracy. It is offline by default: the byte
+The seqio task `listops` has `inputs` = expression, `targets` = the label
+digit as text, metric accuracy. It is offline by default: the byte
 vocabulary, unless `t5_tasks.vocabulary` is told otherwise.
 """
 
@@ -363,10 +362,9 @@ class ListOpsDataSource(seqio.FunctionDataSource):
             "test": cfg.num_test}[split]
 
 
-for _name in ("listops", "synth_listops"):
-  registry.add_task(
-      _name,
-      source=ListOpsDataSource(),
-      preprocessors=registry.tokenize_and_eos(),
-      output_features=vocabulary.output_features(vocab=VOCABULARY),
-      metric_fns=[metrics.accuracy])
+registry.add_task(
+    "listops",
+    source=ListOpsDataSource(),
+    preprocessors=registry.tokenize_and_eos(),
+    output_features=vocabulary.output_features(vocab=VOCABULARY),
+    metric_fns=[metrics.accuracy])

@@ -22,6 +22,7 @@ import sys
 from typing import Callable, Dict, List, Sequence
 from unittest import mock
 
+import gin
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -458,3 +459,22 @@ def tf_only_predict(requests):
   assert not {"mesh_tensorflow", "t5", "mtf_synthesizer", "gin"} & set(
       result["modules"])
   return result["outputs"]
+
+
+def gin_value(parameter: str):
+  """The value bound to a gin parameter, each macro in it (`%NAME`, also
+  inside lists and dicts) replaced by the macro's own value."""
+
+  def evaluated(value):
+    if isinstance(value, list):
+      return [evaluated(v) for v in value]
+    if isinstance(value, tuple):
+      return tuple(evaluated(v) for v in value)
+    if isinstance(value, dict):
+      return {k: evaluated(v) for k, v in value.items()}
+    if getattr(value, "selector", None) == "gin.macro":
+      name = value.scoped_selector.rsplit("/", 1)[0]
+      return evaluated(gin.query_parameter("%" + name))
+    return value
+
+  return evaluated(gin.query_parameter(parameter))

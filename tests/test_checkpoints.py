@@ -2,14 +2,16 @@
 # Licensed under the Apache License, Version 2.0.
 """Name mapping from T5 (t5_attention) or Synthesizer checkpoints."""
 
+import inspect
 import logging
 import os
+import re
 
 import gin
+from mesh_tensorflow.transformer import utils as mtf_utils
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
-from tensorflow.python.training import checkpoint_utils  # pylint: disable=g-direct-tensorflow-import
 
 from mtf_synthesizer import checkpoints
 
@@ -108,14 +110,6 @@ def _map_all(graph, checkpoint, **kwargs):
 def t5_attention_ckpt(tmp_path):
   return _save(os.path.join(tmp_path, "t5_attention", "model.ckpt"),
                T5_ATTENTION)
-
-
-@pytest.fixture(autouse=True)
-def tf_restore():
-  """TF's own init_from_checkpoint after each test (some map, never restore:
-  the stand-in the mapping installs for mesh's next call stays otherwise)."""
-  yield
-  tf.train.init_from_checkpoint = checkpoint_utils.init_from_checkpoint
 
 
 @pytest.fixture
@@ -345,8 +339,15 @@ def _restore_as_mesh(graph, checkpoint):
     tf.train.init_from_checkpoint(
         checkpoint, {mapping[n]: n for n in names if mapping[n] in ckpt_vars})
     with tf.Session() as sess:
-      sess.run(tf.global_variables_initializer())
+      sess.run(_scaffold_init_op())
       return {v.op.name: sess.run(v) for v in tf.global_variables()}
+
+
+def _scaffold_init_op():
+  """What the Estimator's Scaffold runs to start a run from scratch."""
+  scaffold = tf.train.Scaffold()
+  scaffold.finalize()
+  return scaffold.init_op
 
 
 def _stored(path, dtype):
@@ -384,8 +385,6 @@ def test_restores_across_dtypes_then_prints_the_summary(
   np.testing.assert_array_equal(values["shared/embedding"].astype(np.float32),
                                 T5_ATTENTION["shared/embedding"])
   assert values["global_step"] == 7
-  # Mesh's restore call went through the stand-in, which is gone after it.
-  assert tf.train.init_from_checkpoint is checkpoint_utils.init_from_checkpoint
   # The summary line is printed by the initialisation, after the restores.
   printed = capfd.readouterr().err
   assert (SUMMARY_LINE % ckpt) in printed
@@ -417,7 +416,7 @@ def test_no_summary_line_when_the_restore_fails(tmp_path, capfd):
       tf.io.gfile.remove(path)  # the restore now fails
     with tf.Session() as sess:
       with pytest.raises(tf.errors.OpError):
-        sess.run(tf.global_variables_initializer())
+        sess.run(_scaffold_init_op())
   assert "restored from" not in capfd.readouterr().err
 
 
@@ -428,3 +427,113 @@ def test_integer_dtype_mismatch_is_a_clear_error(tmp_path):
     tf.get_variable(SYN + "q", shape=[4, 6])
     with pytest.raises(ValueError, match=r"\(float32\).*stored as int32"):
       checkpoints.vanilla_to_synthesizer(SYN + "q", checkpoint=ckpt)
+
+
+# ------------------------------------------- what mesh gives the mapping
+
+
+@pytest.fixture
+def clean_gin():
+  with gin.unlock_config():
+    gin.clear_config()
+  yield
+  with gin.unlock_config():
+    gin.clear_config()
+
+
+def test_the_checkpoint_and_filter_come_from_gin(t5_attention_ckpt, log,
+                                                 clean_gin):
+  """The stock CLI's utils.run.init_checkpoint, mesh's gin-only filter."""
+  del clean_gin
+  with gin.unlock_config():
+    gin.bind_parameter("utils.run.init_checkpoint", t5_attention_ckpt)
+    gin.bind_parameter(checkpoints.from_t5.INIT_VARIABLE_FILTER,
+                       "SelfAttention/(q|o)$|global_step")
+  with _graph(GRAPH).as_default():
+    names = sorted(v.op.name for v in tf.global_variables())
+    for name in names:
+      checkpoints.vanilla_to_synthesizer(name)
+  assert _plan(log).startswith("init_from_t5: restoring 3 from %s, 6 fresh"
+                               % t5_attention_ckpt)
+  assert any(r.getMessage().endswith(
+      "kv is fresh (%s is excluded by init_variable_filter)" % (SELF + "v"))
+             for r in log.records)
+
+
+def test_the_bound_checkpoint_wins_over_the_clis(t5_attention_ckpt, tmp_path,
+                                                 log, clean_gin):
+  """mtf_synthesizer.MtfModel binds the checkpoint it hands to mesh."""
+  del clean_gin
+  with gin.unlock_config():
+    gin.bind_parameter("utils.run.init_checkpoint", str(tmp_path / "none"))
+    gin.bind_parameter(checkpoints.MAPPING + ".checkpoint",
+                       t5_attention_ckpt)
+  with _graph(GRAPH).as_default():
+    assert checkpoints.vanilla_to_synthesizer(SYN + "q") == SELF + "q"
+  assert t5_attention_ckpt in _plan(log)
+
+
+def test_mtf_model_tells_the_mapping_its_checkpoint(t5_attention_ckpt,
+                                                    tmp_path, clean_gin,
+                                                    monkeypatch):
+  del clean_gin
+  import mtf_synthesizer  # pylint: disable=g-import-not-at-top
+  import t5.models  # pylint: disable=g-import-not-at-top
+  seen = []
+  monkeypatch.setattr(
+      t5.models.MtfModel, "estimator",
+      lambda self, vocabulary, init_checkpoint=None, **_: seen.append(
+          (init_checkpoint, gin.query_parameter(
+              checkpoints.MAPPING + ".checkpoint"))))
+  model = mtf_synthesizer.MtfModel(
+      model_dir=str(tmp_path / "model"), tpu=None, variant="random_vanilla",
+      mesh_shape="", mesh_devices=[""], batch_size=8,
+      sequence_length={"inputs": 16, "targets": 16})
+  model.estimator(None, init_checkpoint=t5_attention_ckpt)
+  assert seen == [(t5_attention_ckpt, t5_attention_ckpt)]
+
+
+def test_another_init_op_is_refused(t5_attention_ckpt):
+  with _graph(GRAPH).as_default():
+    tf.add_to_collection(tf.GraphKeys.INIT_OP, tf.no_op(name="someone"))
+    with pytest.raises(ValueError, match="someone"):
+      checkpoints.vanilla_to_synthesizer(SYN + "q",
+                                         checkpoint=t5_attention_ckpt)
+
+
+def test_a_second_checkpoint_replaces_the_init_op(t5_attention_ckpt,
+                                                  tmp_path):
+  other = _save(os.path.join(tmp_path, "other", "model.ckpt"), T5_ATTENTION)
+  with _graph(GRAPH).as_default():
+    for ckpt in (t5_attention_ckpt, other):
+      checkpoints.vanilla_to_synthesizer(SYN + "q", checkpoint=ckpt)
+    assert len(tf.get_collection(tf.GraphKeys.INIT_OP)) == 1
+
+
+def test_mesh_still_takes_what_the_mapping_relies_on():
+  """Fails when mesh changes how it restores: the filter only from gin, the
+  checkpoint's names from the mapping, TF's restore with them."""
+  source = inspect.getsource(mtf_utils.tpu_estimator_model_fn)
+  assert "init_checkpoint_variable_mapping(v)" in source
+  assert "tf.train.init_from_checkpoint(" in source
+  assert "init_variable_filter" in inspect.signature(
+      mtf_utils.tpu_estimator_model_fn).parameters
+  assert "init_variable_filter" not in inspect.getsource(
+      mtf_utils.get_estimator)
+  assert "scaffold" not in source.split("ModeKeys.TRAIN")[-1].lower()
+
+
+def test_the_package_reads_no_frames_and_patches_nothing():
+  package = os.path.dirname(os.path.dirname(checkpoints.__file__))
+  patched = re.compile(r"^\s*(tf|mtf|mtf_utils|gin)\.[\w.]+\s*=[^=]|"
+                       r"\._initializer_op\s*=|currentframe|_getframe|"
+                       r"meta_path", re.M)
+  found = []
+  for folder, _, files in os.walk(package):
+    for name in files:
+      if name.endswith(".py"):
+        path = os.path.join(folder, name)
+        with open(path) as f:
+          found += ["%s: %s" % (path, m.group(0))
+                    for m in patched.finditer(f.read())]
+  assert not found

@@ -65,11 +65,11 @@ def test_experiment_file_matches_the_tool_and_registry(name):
   mixture = gin.query_parameter("%MIXTURE_NAME")
   assert mixture == experiment.train_mixture
   assert seqio.get_mixture_or_task(mixture) is not None
-  assert gin.query_parameter("utils.run.sequence_length") == _lengths(
+  assert conftest.gin_value("utils.run.sequence_length") == _lengths(
       experiment)
   assert gin.query_parameter("utils.run.train_steps") == (
       experiment.train_steps)
-  assert gin.query_parameter("SynthesizerAttention.max_length") == max(
+  assert conftest.gin_value("SynthesizerAttention.max_length") == max(
       n for n in experiment.train_lengths if n)
   assert gin.query_parameter("utils.run.batch_size") == (
       "tokens_per_batch", cloud_tpu.TOKENS_PER_BATCH)
@@ -90,8 +90,9 @@ def test_c4_then_glue_super_glue_finetune_file():
   _parse(experiment.gin_file, "synthesizer/random.gin",
          experiment.finetune_gin_file)
   assert gin.query_parameter("%MIXTURE_NAME") == experiment.finetune_mixture
-  assert gin.query_parameter("utils.run.sequence_length") == {
+  assert conftest.gin_value("utils.run.sequence_length") == {
       "inputs": 512, "targets": 128}
+  assert conftest.gin_value("SynthesizerAttention.max_length") == 512
   # T5's finetuning: constant 1e-3 for 2^18 steps after the pretraining.
   assert gin.query_parameter(
       "learning_rate_schedules.constant_learning_rate.learning_rate") == 1e-3
@@ -168,12 +169,12 @@ def test_printed_baseline_command_configures_the_baseline(table, label,
   stack = "transformer.make_layer_stack.layers"
   if label == "Linformer":
     # The encoder-only model's one stack; the paper's k.
-    assert gin.query_parameter(stack)[0].selector == (
+    assert conftest.gin_value(stack)[0].selector == (
         "mtf_synthesizer.LinformerAttention")
     assert gin.query_parameter("mtf_synthesizer.LinformerAttention.k") == 32
   else:
     for scope in ("encoder/", "decoder/"):
-      assert gin.query_parameter(scope + stack)[0].selector == (
+      assert conftest.gin_value(scope + stack)[0].selector == (
           "mtf_synthesizer.DecodableLocalConvAttnBlock")
 
 

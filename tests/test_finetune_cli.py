@@ -198,7 +198,11 @@ MTF_MODEL_FINETUNE = textwrap.dedent("""\
         sequence_length={"inputs": 64, "targets": 64},
         learning_rate_schedule=0.01)
     # The checkpoint is a Python argument: finetune() reads the pretrained
-    # operative config, where utils.run.init_checkpoint is None.
+    # operative config, where utils.run.init_checkpoint is None, and hands
+    # mesh the path, which the mapping is told by its own binding.
+    checkpoint = "%s/model.ckpt-%s" % (pretrained_dir, step)
+    gin.bind_parameter("mtf_synthesizer.vanilla_to_synthesizer.checkpoint",
+                       checkpoint)
     model.finetune("pydocs_span_corruption", finetune_steps=1,
                    pretrained_model_dir=pretrained_dir,
                    pretrained_checkpoint_step=int(step))
@@ -208,7 +212,8 @@ MTF_MODEL_FINETUNE = textwrap.dedent("""\
 
 def test_mtf_model_finetune_passes_the_checkpoint_in_python(pretrained,
                                                            tmp_path):
-  """t5.models.MtfModel.finetune: no gin binding of the checkpoint."""
+  """t5.models.MtfModel.finetune: the checkpoint reaches mesh in Python,
+  the mapping through its own binding (utils.run.init_checkpoint unset)."""
   model_dir = str(tmp_path / "r_mtf_model")
   proc = subprocess.run(
       [sys.executable, "-c", MTF_MODEL_FINETUNE, pretrained["random"],

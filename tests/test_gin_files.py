@@ -3,6 +3,7 @@
 """The gin files: the layer swap, encoder/decoder only, inherited bindings."""
 
 import os
+import re
 
 import gin
 import mesh_tensorflow as mtf
@@ -65,9 +66,6 @@ def test_variant_swaps_every_stack_and_inherits_self_attention_bindings():
      ("encoder", "lm")),
     ("synthesizer/keep_encoder_self_attention.gin", "encoder",
      ("decoder", "lm")),
-    # The former names.
-    ("synthesizer/keep_decoder_vanilla.gin", "decoder", ("encoder", "lm")),
-    ("synthesizer/keep_encoder_vanilla.gin", "encoder", ("decoder", "lm")),
 ])
 def test_encoder_or_decoder_only(keep, t5_attention_stack, synth_stacks):
   stacks = _stacks("synthesizer/dense.gin", keep)
@@ -250,3 +248,37 @@ def test_lean_adafactor_file_selects_the_optimizer():
        "synthesizer/lean_adafactor.gin"], [])
   chosen = gin.query_parameter("utils.run.optimizer")
   assert chosen.configurable.wrapped is ms.LeanAdafactorOptimizer
+
+
+# A path in a gin comment: a file name with a known suffix, and its folders
+# (not a pattern such as keep_*_self_attention.gin or <dir>/x.gin).
+_COMMENT_PATH = re.compile(r"(?<![\w./*<>-])[\w./-]*\w\.(?:py|gin|md)\b")
+
+
+def _gin_comment_paths():
+  """(gin file, path) for every file path a comment of a gin file names."""
+  out = []
+  for folder, _, files in os.walk(gin_path.GIN_DIR):
+    for name in sorted(files):
+      if not name.endswith(".gin"):
+        continue
+      path = os.path.join(folder, name)
+      with open(path) as f:
+        for line in f:
+          if line.lstrip().startswith("#"):
+            out += [(path, p) for p in _COMMENT_PATH.findall(line)]
+  return out
+
+
+def test_every_path_a_gin_comment_names_exists():
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  search = [repo, gin_path.GIN_DIR] + [
+      os.path.join(os.path.dirname(m.__file__), "gin")
+      for m in (mesh_tensorflow.transformer, t5.models)]
+  found = _gin_comment_paths()
+  assert len(found) > 10  # the pattern finds them
+  missing = [(os.path.relpath(gin_file, gin_path.GIN_DIR), path)
+             for gin_file, path in found
+             if not any(os.path.exists(os.path.join(root, path))
+                        for root in search + [os.path.dirname(gin_file)])]
+  assert not missing

@@ -32,6 +32,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 import lowering as lowering_lib
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.core import reference as ref
 from mtf_synthesizer.core import synthesizers
 
@@ -125,7 +126,7 @@ def synthesized_logits(kinds, activation_dtype: tf.DType,
       query_positions = constant(positions, [batch, length], tf.int32)
       memory_positions = constant(positions, [batch, memory_length],
                                   tf.int32)
-    inputs = synthesizers.SynthesisInputs(
+    inputs = interface.SynthesisInputs(
         x=constant(x, [batch, length, model]),
         model_dim=model,
         heads_dims=[heads],

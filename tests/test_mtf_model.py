@@ -23,6 +23,7 @@ import t5.models
 from t5.models import mtf_model as t5_mtf_model
 import tensorflow.compat.v1 as tf
 
+import conftest
 import mtf_synthesizer
 from mtf_synthesizer import mtf_model
 
@@ -56,7 +57,7 @@ def plain_t5_dir(tmp_path):
 
 
 def _layer_names(key):
-  return [ref.selector.split(".")[-1] for ref in gin.query_parameter(key)]
+  return [ref.selector.split(".")[-1] for ref in conftest.gin_value(key)]
 
 
 def _build(model_class, model_dir, init_checkpoint=None, **kwargs):

@@ -50,7 +50,7 @@ EXPECTED_TASKS = (
     ["synth_super_glue_wsc_simple_train", "synth_super_glue_wsc_simple_eval",
      "synth_dpr_simple", "synth_c4_span_corruption", "synth_ag_news",
      "synth_imdb", "synth_lm1b", "synth_wmt14_ende", "synth_wmt14_enfr",
-     "synth_cnn_dailymail", "synth_personachat", "listops", "synth_listops"])
+     "synth_cnn_dailymail", "synth_personachat", "listops"])
 EXPECTED_MIXTURES = ["synth_glue_proportional",
                      "synth_super_glue_proportional",
                      "synth_glue_super_glue_proportional", "synth_en_mix"]
@@ -156,8 +156,21 @@ def test_mixture_rates_are_training_set_sizes():
           if k != "synth_c4_span_corruption"} == rates
 
 
+def test_glue_tasks_follow_the_tfds_builders_as_t5s_do():
+  """A config TFDS adds to a builder gets its task where t5 defines one."""
+  names = set(seqio.TaskRegistry.names())
+  for prefix, builder, t5_name in (
+      ("synth_glue_", tfds.text.glue.Glue, "glue_%s_v002"),
+      ("synth_super_glue_", tfds.text.super_glue.SuperGlue,
+       "super_glue_%s_v102")):
+    for config in builder.builder_configs.values():
+      assert (prefix + config.name in names) == (
+          t5_name % config.name in names), config.name
+  assert "synth_super_glue_wsc" not in names  # t5's simplified WSC instead
+
+
 def test_one_naming_rule_for_every_task_and_mixture():
-  offline = {"listops", "synth_listops", "key_presence", "key_value_recall",
+  offline = {"listops", "key_presence", "key_value_recall",
              "pydocs_span_corruption", "pydocs_lm"}
   for name in sorted(set(EXPECTED_TASKS + EXPECTED_MIXTURES) | offline):
     provider = seqio.get_mixture_or_task(name)

@@ -56,7 +56,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer import attentions
-from mtf_synthesizer.core import synthesizers
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.jobs import mesh_defaults
 from workbench import tiny_model
 
@@ -74,8 +74,8 @@ _ORIGINAL_LOWER = "_comm_audit_original_lower"
 # Query length, memory (key/value) length, and the max_length-sized position
 # dimensions of the synthesizer's tables (R, R1/R2, W2/b2).
 LENGTH_DIMS = frozenset(["length", "memory_length",
-                         synthesizers.QUERY_POSITIONS,
-                         synthesizers.MEMORY_POSITIONS])
+                         interface.QUERY_POSITIONS,
+                         interface.MEMORY_POSITIONS])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ from mtf_synthesizer.checkpoints.from_t5 import ALLOW_FRESH
 from mtf_synthesizer.checkpoints.from_t5 import checkpoint_name
 from mtf_synthesizer.checkpoints.from_t5 import is_synthesizer_only
 from mtf_synthesizer.checkpoints.from_t5 import LOG_PREFIX
+from mtf_synthesizer.checkpoints.from_t5 import MAPPING
 from mtf_synthesizer.checkpoints.from_t5 import plan
 from mtf_synthesizer.checkpoints.from_t5 import Resolution
 from mtf_synthesizer.checkpoints.from_t5 import resolve

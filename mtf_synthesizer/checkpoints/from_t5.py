@@ -34,17 +34,22 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
     `mtf_synthesizer.vanilla_to_synthesizer.allow_fresh` (searched in the
     graph name), e.g. `['_slot_']` for a checkpoint that holds some
     optimizer slots but not all. So is a shape that differs from the checkpoint's.
-  * The checkpoint is the one mesh is restoring, whether it came from gin
-    (`utils.run.init_checkpoint`) or from Python
-    (`t5.models.MtfModel.train(init_checkpoint=...)`, `MtfModel.finetune`).
-  * A variable stored in another floating-point dtype than the graph's
-    (bfloat16 and float32: mesh's master variables are bfloat16 unless
+  * The checkpoint is `mtf_synthesizer.vanilla_to_synthesizer.checkpoint`,
+    else `utils.run.init_checkpoint` (the stock CLI). `MtfModel.estimator`
+    of this package binds the former to its `init_checkpoint`; a caller of
+    `t5.models.MtfModel.train(init_checkpoint=...)` binds it too (mesh takes
+    that checkpoint as a Python argument, which a mapping cannot see). mesh's
+    `init_variable_filter` is read from its gin binding, the only way mesh
+    takes it.
+  * Restoring is the graph's `tf.GraphKeys.INIT_OP` (`add_init_op`): the op
+    the Estimator's Scaffold runs to start a run from scratch. It restores
+    every mapped variable, with a cast where the checkpoint stores another
+    floating-point dtype than the graph's (bfloat16 and float32: mesh's
+    master variables are bfloat16 unless
     `utils.get_variable_dtype.master_dtype` says otherwise, and checkpoints
-    are written in either) is restored with a cast. TF's restore reads a
-    variable in the graph's dtype only (`expected dtype float does not equal
-    original dtype bfloat16`); mesh's `tf.train.init_from_checkpoint` call
-    is wrapped for that one call, and the casting variables are restored
-    the way TF restores the others, from a RestoreV2 op and a cast.
+    are written in either; TF's `init_from_checkpoint`, which mesh calls
+    with the mapped names, reads a variable in its own dtype only and stops
+    with `expected dtype float does not equal original dtype bfloat16`).
   * Every variable is logged once per graph and checkpoint as restored (with
     its source and any cast) or fresh (with the reason) while the graph is
     built, with a line that says what is about to be restored:
@@ -55,8 +60,6 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
       init_from_t5: 40 restored from /path/model.ckpt-N, 6 fresh: a, b, ...
 """
 
-import inspect
-import os
 import re
 import sys
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
@@ -70,14 +73,16 @@ import tensorflow.compat.v1 as tf
 from mtf_synthesizer.checkpoints import names
 from mtf_synthesizer.checkpoints import release
 
-ALLOW_FRESH = "mtf_synthesizer.vanilla_to_synthesizer.allow_fresh"
+MAPPING = "mtf_synthesizer.vanilla_to_synthesizer"
+ALLOW_FRESH = MAPPING + ".allow_fresh"
+# mesh's model_fn reads its variable filter from gin only.
+INIT_VARIABLE_FILTER = "tpu_estimator_model_fn.init_variable_filter"
 LOG_PREFIX = "init_from_t5: "
 
 _VANILLA_SCOPE = "SelfAttention"
 _SHARED = re.compile(r"^(q|k|v|o|relative_attention_bias)(_slot_\w+)?$")
 _VALUE = re.compile(r"^kv(_slot_\w+)?$")
-# The module whose model_fn holds the checkpoint being restored.
-_MESH_UTILS = os.path.join("mesh_tensorflow", "transformer", "utils.py")
+_INIT_SCOPE = "init_from_t5"
 
 
 def checkpoint_name(graph_name: str) -> str:
@@ -288,39 +293,12 @@ def summary(resolution: Resolution, checkpoint: str) -> str:
       (": " + ", ".join(fresh)) if fresh else "")
 
 
-def _mesh_restore_args() -> Optional[Tuple[str, str]]:
-  """The checkpoint mesh is restoring, read from mesh's model_fn frame.
-
-  mesh passes the checkpoint to `tpu_estimator_model_fn` as a Python
-  argument (from `utils.run.init_checkpoint` or from
-  `MtfModel.train(init_checkpoint=...)`), not through gin, and calls the
-  mapping from inside the model_fn: its frame holds the path and the
-  `init_variable_filter` in force.
-
-  Returns:
-    (init_checkpoint, init_variable_filter), or None outside such a call.
-  """
-  frame = inspect.currentframe()
+def _gin_value(parameter: str, default=None):
+  """The value bound to a gin parameter, or `default` when it is unbound."""
   try:
-    while frame is not None:
-      if frame.f_code.co_filename.endswith(_MESH_UTILS):
-        local = frame.f_locals
-        path = local.get("init_checkpoint")
-        if isinstance(path, str) and path:
-          variable_filter = local.get("init_variable_filter")
-          return path, (variable_filter
-                        if isinstance(variable_filter, str) else "")
-      frame = frame.f_back
-  finally:
-    del frame
-  return None
-
-
-def _gin_init_checkpoint() -> Optional[str]:
-  try:
-    return gin.query_parameter("utils.run.init_checkpoint")
+    return gin.query_parameter(parameter)
   except ValueError:  # not bound
-    return None
+    return default
 
 
 def _checkpoint_file(checkpoint: str) -> str:
@@ -330,95 +308,84 @@ def _checkpoint_file(checkpoint: str) -> str:
   return checkpoint
 
 
-def _restore_with_cast(variable: tf.Variable, checkpoint: str, source: str,
-                       stored: tf.DType) -> None:
-  """Makes `variable`'s initializer restore `source`, cast to its dtype.
+def _restore(variable: tf.Variable, checkpoint: str, source: str,
+             stored: tf.DType) -> tf.Operation:
+  """An op that assigns `source` from the checkpoint, cast, to `variable`.
 
-  As TF's `init_from_checkpoint` sets a restoring initializer (a RestoreV2
-  op on the variable's host CPU, the variable's initial value and
-  initializer), with a cast between the read and the assignment.
+  As TF's `init_from_checkpoint` restores a variable (a RestoreV2 op on the
+  variable's host CPU, then an assignment), with a cast between the read and
+  the assignment when the dtypes differ.
 
   Args:
     variable: a graph variable.
     checkpoint: the checkpoint prefix.
     source: the variable's name in the checkpoint.
     stored: the dtype it is stored in.
+
+  Returns:
+    The assignment.
   """
   with tf.device(variable.device), tf.device("/cpu:0"):
     value = tf.raw_ops.RestoreV2(
         prefix=checkpoint, tensor_names=[source], shape_and_slices=[""],
-        dtypes=[stored], name="init_from_t5_restore")[0]
+        dtypes=[stored])[0]
     value = tf.cast(value, variable.dtype.base_dtype)
   value.set_shape(variable.shape)
-  # pylint: disable=protected-access
-  variable._initializer_op = tf.assign(variable, value).op
-  variable._initial_value = value
-  # pylint: enable=protected-access
+  return tf.assign(variable, value).op
 
 
-def _print_once_initialised(variables: Sequence[tf.Variable],
-                            line: str) -> None:
-  """Prints `line` when the session has run every variable's initializer.
+def add_init_op(resolution: Resolution, checkpoint: str,
+                stored: Dict[str, tf.DType], line: str) -> tf.Operation:
+  """Makes the default graph's session initialisation restore `resolution`.
 
-  The print joins one variable's initializer, after all of them: it runs
-  with the session's variable initialisation, only if every restore
-  succeeded, and not at all when the session restores the model directory's
-  own checkpoint instead.
+  The op goes to the graph's `tf.GraphKeys.INIT_OP` collection, which the
+  Estimator's `tf.train.Scaffold` runs in place of its default (every
+  variable's initializer) when a run starts from scratch, and not when it
+  resumes from its model directory. It restores every variable of
+  `resolution.restored` (cast where the dtypes differ: TF's
+  `init_from_checkpoint` reads only in the variable's own dtype), runs the
+  fresh variables' initializers, then prints `line` on standard error. The
+  restoring initializers that mesh's `init_from_checkpoint` call sets are
+  left in the graph unused.
 
   Args:
-    variables: the restored variables (their restoring initializers set).
-    line: the line to print on standard error.
+    resolution: what `resolve` decided for the graph's global variables.
+    checkpoint: the checkpoint's path (a prefix or a directory).
+    stored: checkpoint name -> the dtype stored there.
+    line: the line printed once everything is restored.
+
+  Returns:
+    The op, now the collection's only item.
+
+  Raises:
+    ValueError: something other than this module put an op in the
+      collection (the Scaffold would run only one of them).
   """
-  with tf.device("/cpu:0"), tf.control_dependencies(
-      [v.initializer for v in variables]):
-    printed = tf.print(line, output_stream=sys.stderr)
-  carrier = variables[0]
-  carrier._initializer_op = tf.group(carrier.initializer, printed)  # pylint: disable=protected-access
-
-
-class _NextInitFromCheckpoint:
-  """Stands in for mesh's next `tf.train.init_from_checkpoint` call.
-
-  Installed when the mapping has been resolved, a few lines before mesh
-  restores, and gone at that call (or at any other, from another graph,
-  which it passes on untouched): mesh's own restore, minus the variables to
-  cast, which are restored with a cast; then the summary line once all of it
-  has run.
-  """
-
-  def __init__(self, graph: tf.Graph, resolution: Resolution,
-               line: str):
-    self._graph = weakref.ref(graph)
-    self._resolution = resolution
-    self._line = line
-    self._original = tf.train.init_from_checkpoint
-    if isinstance(self._original, _NextInitFromCheckpoint):  # idempotent
-      self._original = self._original._original  # pylint: disable=protected-access
-    tf.train.init_from_checkpoint = self
-
-  def __call__(self, ckpt_dir_or_file, assignment_map):
-    tf.train.init_from_checkpoint = self._original
-    if tf.get_default_graph() is not self._graph():
-      return self._original(ckpt_dir_or_file, assignment_map)
-    by_name = {v.op.name: v for v in tf.global_variables()}
-
-    def graph_name(variable):
-      return variable if isinstance(variable, str) else variable.op.name
-
-    casts = self._resolution.casts
-    plain = {source: variable for source, variable in assignment_map.items()
-             if graph_name(variable) not in casts}
-    if plain:
-      self._original(ckpt_dir_or_file, plain)
-    checkpoint = _checkpoint_file(ckpt_dir_or_file)
-    for source, variable in sorted(assignment_map.items()):
-      name = graph_name(variable)
-      if name in casts:
-        _restore_with_cast(by_name[name], checkpoint, source, casts[name][0])
-    restored = [by_name[graph_name(v)] for v in assignment_map.values()
-                if graph_name(v) in by_name]
-    if restored:
-      _print_once_initialised(restored, self._line)
+  graph = tf.get_default_graph()
+  collection = graph.get_collection_ref(tf.GraphKeys.INIT_OP)
+  others = [op for op in collection
+            if not op.name.startswith(_INIT_SCOPE + "/")]
+  if others:
+    raise ValueError("%sthe graph's %s collection already holds %s; the "
+                     "session would run only one of them." % (
+                         LOG_PREFIX, tf.GraphKeys.INIT_OP, others))
+  del collection[:]  # an op of this module for an earlier checkpoint
+  checkpoint = _checkpoint_file(checkpoint)
+  variables = {v.op.name: v for v in tf.global_variables()}
+  steps = []
+  with tf.name_scope(_INIT_SCOPE + "/"):
+    for name in sorted(resolution.fresh):
+      if name in variables:
+        steps.append(variables[name].initializer)
+    for name, source in sorted(resolution.restored.items()):
+      if name in variables:
+        steps.append(_restore(variables[name], checkpoint, source,
+                              stored[source]))
+    with tf.device("/cpu:0"), tf.control_dependencies(steps):
+      printed = tf.print(line, output_stream=sys.stderr)
+    init_op = tf.group(printed, *steps, name="init_op")
+  collection.append(init_op)
+  return init_op
 
 
 class _Mapper:
@@ -436,26 +403,27 @@ class _Mapper:
     if self._graph is None or self._graph() is not graph or key != self._key:
       self._graph, self._key, self._sources = None, None, {}
       variables = tf.global_variables()
-      resolution = self._resolve(
+      resolution, stored = self._resolve(
           checkpoint, variable_filter, allow_fresh,
           {v.op.name: v.shape.as_list() for v in variables},
           {v.op.name: v.dtype.base_dtype for v in variables})
       logging.log(logging.WARNING if resolution.fresh else logging.INFO,
                   "%s", plan(resolution, checkpoint))
-      _NextInitFromCheckpoint(graph, resolution,
-                              summary(resolution, checkpoint))
+      add_init_op(resolution, checkpoint, stored,
+                  summary(resolution, checkpoint))
       self._sources = dict(resolution.sources)
       self._graph, self._key = weakref.ref(graph), key
     if graph_name not in self._sources:  # not a global variable of graph
       self._sources.update(self._resolve(
           checkpoint, variable_filter, allow_fresh, {graph_name: None},
-          {}).sources)
+          {})[0].sources)
     return self._sources[graph_name]
 
   def _resolve(self, checkpoint, variable_filter, allow_fresh, graph_shapes,
-               graph_dtypes) -> Resolution:
+               graph_dtypes) -> Tuple[Resolution, Dict[str, tf.DType]]:
     reader = tf.train.load_checkpoint(checkpoint)
     checkpoint_shapes = reader.get_variable_to_shape_map()
+    stored = reader.get_variable_to_dtype_map()
     restorable = None
     if variable_filter:
       pattern = re.compile(variable_filter)
@@ -464,7 +432,7 @@ class _Mapper:
                  if not mtf_utils.should_load_variable(n)]
     resolution = resolve(graph_shapes, checkpoint_shapes, checkpoint,
                          allow_fresh, restorable, not_asked, graph_dtypes,
-                         reader.get_variable_to_dtype_map())
+                         stored)
     for name in sorted(graph_shapes):
       if name in resolution.casts:
         logging.info("%s%s <- %s (cast from %s to %s)", LOG_PREFIX, name,
@@ -475,7 +443,7 @@ class _Mapper:
       else:
         logging.info("%s%s is fresh (%s)", LOG_PREFIX, name,
                      resolution.fresh[name])
-    return resolution
+    return resolution, stored
 
 
 _MAPPER = _Mapper()
@@ -488,14 +456,18 @@ def vanilla_to_synthesizer(name: str,
   """mapping_fn for utils.init_checkpoint_variable_mapping.
 
   The first call for a graph and checkpoint resolves all the graph's global
-  variables (see the module docstring), logs each and a summary line, and
-  raises if any would silently keep its initializer.
+  variables (see the module docstring), logs each and a summary line, sets
+  the graph's initialisation op (`add_init_op`), and raises if any variable
+  would silently keep its initializer.
 
   Args:
     name: a graph variable name.
-    checkpoint: the checkpoint to read; default: the one mesh is restoring
-      (found in mesh's model_fn, so it may come from gin or from Python),
-      else the value bound to `utils.run.init_checkpoint`.
+    checkpoint: the checkpoint mesh restores from; default: the value bound
+      to `utils.run.init_checkpoint` (the stock CLI).
+      `mtf_synthesizer.MtfModel` binds it to its `init_checkpoint`; bind it
+      yourself when calling `t5.models.MtfModel.train(init_checkpoint=...)`
+      or `finetune`, whose checkpoint mesh receives as a Python argument
+      that a mapping_fn cannot see.
     allow_fresh: regular expressions (re.search in the graph names) of
       variables that may start from their initializers when the checkpoint
       has them in neither their mapped nor their own form, e.g. ['_slot_']
@@ -511,19 +483,15 @@ def vanilla_to_synthesizer(name: str,
       it (all are listed, with the binding that allows them), or their
       shapes differ from the checkpoint's.
   """
-  variable_filter = ""
   if checkpoint is None:
-    found = _mesh_restore_args()
-    if found is not None:
-      checkpoint, variable_filter = found
-    else:
-      checkpoint = _gin_init_checkpoint()
+    checkpoint = _gin_value("utils.run.init_checkpoint")
   if not checkpoint:
     raise ValueError(
-        "%sno checkpoint to map %s from: mesh's model_fn has no "
-        "init_checkpoint and utils.run.init_checkpoint is unset. Bind "
-        "mtf_synthesizer.vanilla_to_synthesizer.checkpoint." % (LOG_PREFIX,
-                                                                name))
+        "%sno checkpoint to map %s from: bind %s.checkpoint to the "
+        "checkpoint mesh restores (utils.run.init_checkpoint binds it for "
+        "the stock CLI, mtf_synthesizer.MtfModel for its init_checkpoint)."
+        % (LOG_PREFIX, name, MAPPING))
+  variable_filter = _gin_value(INIT_VARIABLE_FILTER) or ""
   if isinstance(allow_fresh, str):
     allow_fresh = [allow_fresh]
   return _MAPPER(name, checkpoint, variable_filter, tuple(allow_fresh))

@@ -24,6 +24,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from mtf_synthesizer.checkpoints import names
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.core import synthesizers as synth_lib
 
 RELEASE_SCOPE = "Synthesizer"
@@ -52,7 +53,7 @@ MODES = {
 
 
 def composition(
-    mode: str) -> Tuple[List[synth_lib.SynthesizingFunction], bool]:
+    mode: str) -> Tuple[List[interface.SynthesizingFunction], bool]:
   """Maps a release mode string to synthesizing functions.
 
   Args:

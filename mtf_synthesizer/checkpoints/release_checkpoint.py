@@ -1,7 +1,8 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Checkpoint files of the original release, converted (for
-tools/convert_release_checkpoint.py).
+"""Checkpoint files of the original release, converted (for the command
+`mtf-synthesizer-convert-release-checkpoint`,
+`mtf_synthesizer/commands/convert_release_checkpoint.py`).
 
 The variables are mapped by `release.convert_variables`; this module reads
 and writes the checkpoint files around it.

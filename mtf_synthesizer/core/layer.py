@@ -21,6 +21,7 @@ from mesh_tensorflow.transformer import transformer_layers
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer.checkpoints import release
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.core import synthesizers as synth_lib
 from mtf_synthesizer.ops import order
 from mtf_synthesizer.ops import positions as positions_lib
@@ -97,7 +98,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
 
   def __init__(self,
                synthesizers: Optional[
-                   Sequence[synth_lib.SynthesizingFunction]] = None,
+                   Sequence[interface.SynthesizingFunction]] = None,
                max_length: int = 512,
                learned_mixture_weights: bool = True,
                synthesize_mode: Optional[str] = None,
@@ -217,7 +218,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
 
     query_positions, memory_positions = self._table_positions(
         context, memory_position)
-    inputs = synth_lib.SynthesisInputs(
+    inputs = interface.SynthesisInputs(
         x=x,
         model_dim=context.model.model_dim,
         heads_dims=list(params.query_heads_dims or []),
@@ -269,7 +270,14 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
     return positions, self.rename_length_to_memory_length(positions, context)
 
   def _attend(self, context, logits, bias, v, x, heads_dims):
-    """softmax(logits + bias) with dropout, times the values."""
+    """softmax(logits + bias) with dropout, times the values.
+
+    The tail of mesh's `attention.attention` (bias, z-loss, softmax,
+    dropout, values), which cannot be called here: it computes its logits
+    from q and k itself, where these are S(X). Unlike it, the softmax is
+    `ops.softmax`, the gradients are ordered (`ops.order`), and weights that
+    do not depend on the example get a dropout mask per example.
+    """
     kwargs = self.attention_kwargs_from_context(context)
     memory_length = self.memory_length(context)
     if bias is not None:

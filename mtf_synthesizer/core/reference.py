@@ -1,6 +1,10 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""The paper's equations in plain NumPy (float64), one example at a time.
+"""The layer in plain NumPy (float64), one example at a time.
+
+The paper's synthesizing functions and their mixture (sec. 3, eq. 1-8), the
+softmax, masks, T5's relative position bias and RMS norm around them, and
+the Linformer baseline (`linformer`).
 
 Independent of mesh and of the rest of the package (it imports NumPy only):
 written from the paper (sec. 3, eq. 1-8), from mesh's documented variable

@@ -43,12 +43,8 @@ from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 from mtf_synthesizer.training import summaries
 
-# The interface, under the names the package has always used.
+# The functions below by name: each class registers itself when defined.
 BY_NAME = interface.BY_NAME
-MEMORY_POSITIONS = interface.MEMORY_POSITIONS
-QUERY_POSITIONS = interface.QUERY_POSITIONS
-SynthesisInputs = interface.SynthesisInputs
-SynthesizingFunction = interface.SynthesizingFunction
 
 
 @gin.configurable(module="synthesizers")
@@ -96,13 +92,14 @@ class Random(interface.SynthesizingFunction):
     """
     self.initializer_scale = initializer_scale
 
-  def matrix(self, inputs: SynthesisInputs) -> mtf.Tensor:
+  def matrix(self, inputs: interface.SynthesisInputs) -> mtf.Tensor:
     """Returns the variable R: heads + [query positions, memory positions]."""
     n = inputs.max_length
     limit = self.initializer_scale * math.sqrt(
         6.0 / (inputs.num_heads * n + n * n))
     shape = mtf.Shape(inputs.heads_dims + [
-        mtf.Dimension(QUERY_POSITIONS, n), mtf.Dimension(MEMORY_POSITIONS, n)])
+        mtf.Dimension(interface.QUERY_POSITIONS, n),
+        mtf.Dimension(interface.MEMORY_POSITIONS, n)])
     return mtf.get_variable(
         inputs.mesh, "R", shape, initializer=interface.uniform(limit),
         dtype=inputs.variable_dtype, trainable=self.trainable)
@@ -154,7 +151,7 @@ class FactorizedRandom(interface.SynthesizingFunction):
     del max_length
     return {"k": self.k}
 
-  def factors(self, inputs: SynthesisInputs):
+  def factors(self, inputs: interface.SynthesisInputs):
     """Returns the variables (R1, R2): heads + [positions, k]."""
     n = inputs.max_length
     rank_dim = mtf.Dimension("synth_rank", self.k)
@@ -162,13 +159,13 @@ class FactorizedRandom(interface.SynthesizingFunction):
     limit = math.sqrt(6.0 / (self.k * (inputs.num_heads + n)))
     r1 = mtf.get_variable(
         inputs.mesh, "R1",
-        mtf.Shape(inputs.heads_dims + [mtf.Dimension(QUERY_POSITIONS, n),
-                                       rank_dim]),
+        mtf.Shape(inputs.heads_dims + [
+            mtf.Dimension(interface.QUERY_POSITIONS, n), rank_dim]),
         initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
     r2 = mtf.get_variable(
         inputs.mesh, "R2",
-        mtf.Shape(inputs.heads_dims + [mtf.Dimension(MEMORY_POSITIONS, n),
-                                       rank_dim]),
+        mtf.Shape(inputs.heads_dims + [
+            mtf.Dimension(interface.MEMORY_POSITIONS, n), rank_dim]),
         initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
     return r1, r2
 
@@ -181,7 +178,7 @@ class FactorizedRandom(interface.SynthesizingFunction):
                       reduced_dims=[r1.shape.dims[-1]])
 
 
-def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
+def _dense_hidden(inputs: interface.SynthesisInputs, hidden_size: Optional[int],
                   use_bias: bool) -> mtf.Tensor:
   """relu(W1 X_i + b1) per head: the first layer of F in eq. 2 and eq. 5."""
   hidden_dim = mtf.Dimension("synth_hidden",
@@ -199,7 +196,7 @@ def _dense_hidden(inputs: SynthesisInputs, hidden_size: Optional[int],
   return mtf.relu(h)
 
 
-def _dense_projection(inputs: SynthesisInputs, hidden: mtf.Tensor,
+def _dense_projection(inputs: interface.SynthesisInputs, hidden: mtf.Tensor,
                       out_dim: mtf.Dimension, name: str,
                       use_bias: bool) -> mtf.Tensor:
   """W h + b per head, from the hidden dim to `out_dim`."""
@@ -266,7 +263,7 @@ class Dense(interface.SynthesizingFunction):
     decoding = inputs.length_dim is None
     hidden = interface.float32(hidden, scale if decoding else None)
     hidden_dim = hidden.shape.dims[-1]
-    positions_dim = mtf.Dimension(MEMORY_POSITIONS, inputs.max_length)
+    positions_dim = mtf.Dimension(interface.MEMORY_POSITIONS, inputs.max_length)
     w2 = mtf.get_variable(
         inputs.mesh, "w2",
         mtf.Shape(inputs.heads_dims + [hidden_dim, positions_dim]),
@@ -451,7 +448,8 @@ class FactorizedDense(interface.SynthesizingFunction):
                                        batch_dims=inputs.batch_dims),
         output_shape=order)
 
-  def _contiguous_columns(self, inputs: SynthesisInputs, factor_a: mtf.Tensor,
+  def _contiguous_columns(self, inputs: interface.SynthesisInputs,
+                          factor_a: mtf.Tensor,
                           factor_b: mtf.Tensor) -> mtf.Tensor:
     """C for memory positions 0..memory_length-1, as an outer product.
 
@@ -462,7 +460,7 @@ class FactorizedDense(interface.SynthesizingFunction):
     `_outer_product`).
 
     Args:
-      inputs: a SynthesisInputs without memory positions.
+      inputs: an interface.SynthesisInputs without memory positions.
       factor_a: A (float32, times the scale): ... + [synth_a].
       factor_b: B (float32): ... + [synth_b].
 
@@ -499,12 +497,13 @@ class Mixture(interface.SynthesizingFunction, register=False):
   """
   name = "mixture"
 
-  def __init__(self, components: Sequence[SynthesizingFunction],
+  def __init__(self, components: Sequence[interface.SynthesizingFunction],
                learned_weights: bool = True):
     """Creates the mixture.
 
     Args:
-      components: two or more synthesizing functions, each kind at most once.
+      components: one or more synthesizing functions (alpha is 1 for one),
+        each kind at most once.
       learned_weights: learn alpha (summing to one) or add with weight 1.
     """
     components = list(components)
@@ -533,7 +532,7 @@ class Mixture(interface.SynthesizingFunction, register=False):
   def input_independent(self):
     return all(c.input_independent for c in self.components)
 
-  def weights(self, inputs: SynthesisInputs) -> Optional[mtf.Tensor]:
+  def weights(self, inputs: interface.SynthesisInputs) -> Optional[mtf.Tensor]:
     """Returns alpha: [synth_components] + heads dims, summing to one."""
     if not self.learned_weights:
       return None
@@ -555,7 +554,7 @@ class Mixture(interface.SynthesizingFunction, register=False):
                                    mtf.reduce_mean(alpha_i))
     return alpha
 
-  def __call__(self, inputs: SynthesisInputs,
+  def __call__(self, inputs: interface.SynthesisInputs,
                scale: Optional[mtf.Tensor] = None) -> mtf.Tensor:
     # Components keep their own scopes (random/R, not mixture/random/R), so
     # their variables are named the same alone and in a mixture.
@@ -582,8 +581,9 @@ class Mixture(interface.SynthesizingFunction, register=False):
     return total
 
 
-def compose(synthesizers: Sequence[SynthesizingFunction],
-            learned_mixture_weights: bool = True) -> SynthesizingFunction:
+def compose(synthesizers: Sequence[interface.SynthesizingFunction],
+            learned_mixture_weights: bool = True
+            ) -> interface.SynthesizingFunction:
   """Returns the single function, or the Mixture of several.
 
   Args:
@@ -591,7 +591,7 @@ def compose(synthesizers: Sequence[SynthesizingFunction],
     learned_mixture_weights: see Mixture.
 
   Returns:
-    A SynthesizingFunction.
+    An interface.SynthesizingFunction.
   """
   synthesizers = list(synthesizers)
   if not synthesizers:

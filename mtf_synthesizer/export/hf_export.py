@@ -46,6 +46,7 @@ import tensorflow.compat.v1 as tf
 import mtf_synthesizer  # pylint: disable=unused-import  (gin configurables)
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import interface
 from mtf_synthesizer.export import torch_names
 
 MODEL_CODE_DIR = os.path.join(
@@ -76,7 +77,7 @@ class ExportError(ValueError):
   checkpoint cannot be read."""
 
 
-def _function_spec(function: synthesizers.SynthesizingFunction,
+def _function_spec(function: interface.SynthesizingFunction,
                    max_length: int) -> Dict[str, Any]:
   """A synthesizing function's name and the settings its weights need."""
   return dict(function.export_settings(max_length), name=function.name)
