@@ -64,7 +64,7 @@ _LAYERS = {
     "FactorizedDense": "mtf_synthesizer.core.synthesizers",
     "FactorizedRandom": "mtf_synthesizer.core.synthesizers",
     "FixedRandom": "mtf_synthesizer.core.synthesizers",
-    "Mixture": "mtf_synthesizer.core.synthesizers",
+    "Mixture": "mtf_synthesizer.core.mixture",
     "Random": "mtf_synthesizer.core.synthesizers",
     "determinism": "mtf_synthesizer.training.determinism",
     "optimize": "mtf_synthesizer.training.optimize",

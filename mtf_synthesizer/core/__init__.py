@@ -6,8 +6,10 @@
     needs_queries, needs_keys, indexes_positions, input_independent,
     trainable, marker(), export_settings()) and `SynthesisInputs` (what a
     function may condition on); `BY_NAME`, filled as functions are defined;
-  * `synthesizers`: Equations 1-8: DotProduct, Random, FixedRandom,
-    FactorizedRandom, Dense, FactorizedDense and their Mixture;
+  * `synthesizers`: Equations 1-7 and Table 1: DotProduct, Random,
+    FixedRandom, FactorizedRandom, Dense, FactorizedDense;
+  * `mixture`: their Mixture (eq. 8), and `compose`, the layer's one
+    function of those a gin file lists;
   * `layer`: `SynthesizerAttention`, mesh's attention layer around the
     functions: masks, packing, decoding, dropout, values;
   * `reference`: the equations again in NumPy (float64), independent of

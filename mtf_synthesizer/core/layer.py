@@ -22,6 +22,7 @@ import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer.checkpoints import release
 from mtf_synthesizer.core import interface
+from mtf_synthesizer.core import mixture
 from mtf_synthesizer.core import synthesizers as synth_lib
 from mtf_synthesizer.ops import order
 from mtf_synthesizer.ops import positions as positions_lib
@@ -129,7 +130,7 @@ class SynthesizerAttention(transformer_layers.SelfAttention):
                             "positive_int")
     synth_lib.check_setting("SynthesizerAttention", "learned_mixture_weights",
                             learned_mixture_weights, "bool")
-    self.synthesizer = synth_lib.compose(synthesizers, learned_mixture_weights)
+    self.synthesizer = mixture.compose(synthesizers, learned_mixture_weights)
     self.max_length = max_length
     problems = _unsupported_settings(self, self.synthesizer.needs_keys)
     if problems:
