@@ -16,7 +16,7 @@ attention layer (attention_mtf_synthesizer.py) composes them (eq. 8).
 
 import dataclasses
 import math
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -66,14 +66,80 @@ class Positions:
   memory: Optional[torch.Tensor] = None
 
 
+class LayerProjections(NamedTuple):
+  """The attention layer's own query projection and keys.
+
+  What a function with `needs_keys` (the dot product) reads: its columns
+  are the layer's projections.
+
+  Attributes:
+    query: the layer's query projection (`q`), called on the layer input,
+      or its kernel's rows scaled (`project_heads`).
+    keys: the keys [batch, memory_heads, s, d_kv] (the cache's, when
+      decoding).
+  """
+  query: nn.Module
+  keys: torch.Tensor
+
+
+def _plain_linear(module: nn.Module) -> bool:
+  """Whether a projection computes x W^T and nothing else.
+
+  A plain nn.Linear without a bias or hooks: not a layer that an adapter
+  (PEFT's LoRA), a quantization or offloading (accelerate's hooks, which
+  replace `forward`) has replaced or wrapped. Its kernel can be read and
+  scaled before the matmul; any other projection must be called.
+  """
+  # pylint: disable=protected-access,unidiomatic-typecheck
+  return (type(module) is nn.Linear and module.bias is None and
+          not module._forward_hooks and not module._forward_pre_hooks and
+          "forward" not in vars(module))
+
+
+def project_heads(projection: nn.Module, x: torch.Tensor, d_kv: int,
+                  scale: Union[None, float, torch.Tensor] = None
+                  ) -> torch.Tensor:
+  """projection(x) [batch, heads, t, d_kv], times a scale per head.
+
+  The scale goes on the smaller of the two: the kernel's rows (no [batch,
+  heads, t, d_kv] product kept for the backward), or, for fewer rows than
+  d_model (a decoding step), the output. Only a plain projection's kernel
+  is scaled: one an adapter (PEFT's LoRA), a quantization or offloading
+  has replaced or wrapped is called as it is.
+
+  Args:
+    projection: a projection to heads * d_kv.
+    x: [batch, t, d_model].
+    d_kv: the head width.
+    scale: None, one number for every head, or a tensor [heads].
+
+  Returns:
+    [batch, heads, t, d_kv].
+  """
+  b, t, d = x.shape
+  if scale is not None and b * t >= d and _plain_linear(projection):
+    weight = projection.weight.view(-1, d_kv, d)
+    if torch.is_tensor(scale):
+      weight = weight * _cast(scale, weight.dtype).view(-1, 1, 1)
+    else:
+      weight = weight * scale
+    out = nn.functional.linear(x, weight.view(-1, d))
+    return out.view(b, t, -1, d_kv).transpose(1, 2)
+  out = projection(x).view(b, t, -1, d_kv).transpose(1, 2)
+  if scale is None:
+    return out
+  if torch.is_tensor(scale):
+    return _times_each_head(out, scale)
+  return out * scale
+
+
 # ---------------------------------------------------------------------------
-# Synthesizing functions. Each but the dot product has one formulation of
-# its logits [batch or 1, heads, length, memory_length], times `scale` (a
+# Synthesizing functions. Each has one formulation of its logits [batch or 1, heads, length, memory_length], times `scale` (a
 # mixture weight per head) applied to its cheapest factor, and says which
 # (`contributes`): COLUMNS, a query side [1 or batch, heads, length, c], a
-# key side [1 or batch, heads, memory_length, c] and a bias per key [1 or
-# batch, heads, memory_length] (or None) whose product is its logits
-# (`columns()`), or BIAS, the logits themselves (`forward()`; FD's, which
+# key side [1 or batch, heads or memory_heads, memory_length, c] and a bias
+# per key [1 or batch, heads, memory_length] (or None) whose product is its
+# logits (`columns()`), or BIAS, the logits themselves (`forward()`; FD's, which
 # have a batch dimension, in autocast's dtype where autocast is on: the
 # dtype the kernel reads). `logits()` gives either as logits: what the
 # eager kernel adds to its bias.
@@ -95,8 +161,11 @@ class MtfSynthesizerFunction(nn.Module):
   (its key in FUNCTIONS and FUNCTION_SETTINGS; defining the class
   registers it), `contributes` (COLUMNS or BIAS), `input_independent` (its
   logits do not depend on the input: one [1, heads, t, s] for the whole
-  batch), `trainable` (its weights train), `needs_queries`, `needs_keys`
-  (the dot product: the layer's keys), and `initializers()` (mesh's
+  batch), `trainable` (its weights train), `needs_queries` (it reads the
+  layer's unscaled queries), `needs_keys` (its columns are the layer's own
+  query projection and keys, `LayerProjections`: the layer computes keys,
+  which the cache keeps), `flops_per_token()` (its matmuls' FLOPs, for the
+  benchmark's MFU) and `initializers()` (mesh's
   initializer of each weight it holds itself; `nn.Linear` layers carry
   theirs, see `_linear`). Its weights have mesh's local names
   (`<function>/<name>`), which is how the export finds them.
@@ -132,8 +201,30 @@ class MtfSynthesizerFunction(nn.Module):
     """
     raise NotImplementedError
 
+  def columns(self, hidden: torch.Tensor, queries: Optional[torch.Tensor],
+              positions: Positions, scale: Optional[torch.Tensor] = None,
+              projections: Optional[LayerProjections] = None
+              ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """A COLUMNS function's query side, key side and bias per key.
+
+    Args:
+      hidden: the layer input [batch, t, d_model].
+      queries: the layer's unscaled queries [batch, heads, t, d_kv], or
+        None (given to a function with `needs_queries`).
+      positions: the call's positions.
+      scale: the function's mixture weight per head [heads], or None.
+      projections: the layer's query projection and keys (given to a
+        function with `needs_keys`), or None.
+
+    Returns:
+      (query [1|batch, heads, t, c], key [1|batch, heads or memory_heads,
+      s, c], bias per key [1|batch, heads, s] or None).
+    """
+    raise NotImplementedError
+
   def logits(self, hidden: torch.Tensor, queries: Optional[torch.Tensor],
-             positions: Positions, scale: Optional[torch.Tensor] = None
+             positions: Positions, scale: Optional[torch.Tensor] = None,
+             projections: Optional[LayerProjections] = None
              ) -> torch.Tensor:
     """Its logits S [1 or batch, heads, length, memory_length], times scale.
 
@@ -148,13 +239,14 @@ class MtfSynthesizerFunction(nn.Module):
         None (read by a function with `needs_queries`).
       positions: the call's positions.
       scale: the function's mixture weight per head [heads], or None.
+      projections: as for `columns()`.
 
     Returns:
       float32 logits, or autocast's dtype where autocast is on.
     """
     if self.contributes == COLUMNS:
       return columns_product(*self.columns(hidden, queries, positions,
-                                           scale))
+                                           scale, projections))
     return self(hidden, queries, positions, scale)
 
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
@@ -171,20 +263,33 @@ class MtfSynthesizerFunction(nn.Module):
 
 
 class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
-  """V: S_ij = Q_i . K_j, the kernel's own product of the layer's queries
-  and keys (no weights of its own: the layer's q and k)."""
+  """V: S_ij = Q_i . K_j, its columns the layer's queries and keys.
+
+  No weights of its own: the layer's q and k. Its query side carries its
+  mixture weight and, with `scale_queries`, 1/sqrt(d_kv) (mesh folds that
+  scale into the query initializer otherwise), on the query kernel's rows.
+  """
   name = "dot_product"
   contributes = COLUMNS
-  needs_queries = True
   needs_keys = True
 
   def __init__(self, config: MtfSynthesizerConfig):
-    del config
     super().__init__()
+    self.d_kv = config.d_kv
+    self.query_scale = config.d_kv**-0.5 if config.scale_queries else None
 
   def initializers(self, config):
     del config
     return {}
+
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections: Optional[LayerProjections] = None):
+    """(scale * the layer's queries, the layer's keys, None)."""
+    del queries, positions
+    if self.query_scale is not None:
+      scale = self.query_scale if scale is None else scale * self.query_scale
+    return (project_heads(projections.query, hidden, self.d_kv, scale),
+            projections.keys, None)
 
 
 def _logits_dtype(x: torch.Tensor) -> torch.dtype:
@@ -358,9 +463,10 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
                           config.synthesizer_max_length)
     return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
-  def columns(self, hidden, queries, positions: Positions, scale=None):
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections=None):
     """(R1's query rows, scale * R2's memory rows, None): k columns each."""
-    del hidden, queries
+    del hidden, queries, projections
     r2 = _key_rows(self.R2, positions)
     if scale is not None:
       r2 = _times_each_head(r2, scale)
@@ -445,12 +551,14 @@ class MtfSynthesizerDense(_DenseHidden):
       out["b2"] = ("zeros", 0.0)
     return out
 
-  def columns(self, hidden, queries, positions: Positions, scale=None):
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections=None):
     """(relu(W1 X + b1), scale * W2^T's memory rows, scale * b2's columns).
 
     b2 is the same for every query: the layer adds it to its bias, or
     joins it as a column of the keys against a column of ones.
     """
+    del projections
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
     # [1|b, heads, s, hidden]: the rows in use, sliced first.

@@ -48,11 +48,10 @@ from transformers.utils import ModelOutput
 from transformers.utils import can_return_tuple
 
 # pylint: disable=relative-beyond-top-level,unused-import
-from .attention_mtf_synthesizer import KernelLayout
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
-from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
+from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .configuration_mtf_synthesizer import write_extensions
 from .functions_mtf_synthesizer import BIAS
@@ -192,7 +191,7 @@ class MtfSynthesizerLayerCrossAttention(nn.Module):
   def __init__(self, config, layer_idx):
     super().__init__()
     self.EncDecAttention = MtfSynthesizerAttention(  # pylint: disable=invalid-name
-        config, ("dot_product",), False, layer_idx)
+        config, None, False, layer_idx)
     self.layer_norm = MtfSynthesizerRMSNorm(config.d_model,
                                             config.layer_norm_epsilon)
     self.dropout = nn.Dropout(config.dropout_rate)
@@ -448,7 +447,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       self.embed_positions = nn.Embedding(config.max_position_embeddings,
                                           config.d_model)
     self.synthesizer_names = tuple(synthesizers)
-    self.has_tables = any(n != "dot_product" for n in synthesizers)
+    self.has_tables = any(FUNCTION_SETTINGS[n].reads_max_length
+                          for n in synthesizers)
     relative = config.relative_attention_type
     self.block = nn.ModuleList(
         MtfSynthesizerBlock(
