@@ -241,8 +241,8 @@ class MtfSynthesizerAttention(nn.Module):
     bias = _add_logits(bias, contributions, plan.logits, inputs,
                        projections)
     dropout = self.dropout if self.training else 0.0
-    columns = [(f, s) for f, s in contributions
-               if f.name not in in_bias | plan.logits]
+    logits = in_bias | plan.logits
+    columns = [(f, s) for f, s in contributions if f.name not in logits]
     if plan.route is Route.SOFTMAX_OF_BIAS:
       if output_attentions:
         # Each example's weights (a table's are shared by the batch).
@@ -250,11 +250,11 @@ class MtfSynthesizerAttention(nn.Module):
       out, weights = synthesized_attention_forward(self, values, bias,
                                                    dropout)
     else:
-      query, key, values, bias, module = self._columns(
-          columns, inputs, projections, values, bias, layout,
+      query, key, values, bias, module = _side_by_side(
+          self, columns, inputs, projections, values, bias, layout,
           zero=plan.route is Route.ZERO_COLUMNS)
-      out, weights = self._kernel(module, query, key, values, bias,
-                                  implementation, dropout)
+      out, weights = _attend(module, query, key, values, bias,
+                             implementation, dropout, self.d_kv)
     if torch.compiler.is_exporting():
       # The ONNX exporter keeps SDPA whole: its output's strides change
       # between the exporter's passes, so the flattening reads a copy.
@@ -286,92 +286,106 @@ class MtfSynthesizerAttention(nn.Module):
         past_key_values.is_updated[self.layer_idx] = True
     return keys, values
 
-  def _columns(self, columns, inputs, projections, values, bias, layout,
-               zero):
-    """The kernel's query and key: the functions' columns side by side.
+def _side_by_side(layer, columns, inputs, projections, values, bias,
+                  layout, zero):
+  """The kernel's query and key: the functions' columns side by side.
 
-    Zero columns change no logit: they pad the widths to the kernel's
-    multiple, or stand in for no columns (`Route.ZERO_COLUMNS`).
+  Zero columns change no logit: they pad the widths to the kernel's
+  multiple, or stand in for no columns (`Route.ZERO_COLUMNS`).
 
-    Returns:
-      (query, key, values, bias, the layer as the kernel sees it).
-    """
-    hidden = inputs[0]
-    query_parts, key_parts, key_biases = [], [], []
-    if zero:
-      query_parts.append(hidden.new_zeros(1, self.num_heads, hidden.shape[1],
-                                          layout.multiple))
-      key_parts.append(hidden.new_zeros(1, self.memory_heads,
-                                        values.shape[2], layout.multiple))
-    for function, scale in columns:
-      query, key, key_bias = function.columns(*inputs, scale, projections)
-      query_parts.append(query)
-      key_parts.append(key)
-      if key_bias is not None:
-        key_biases.append(key_bias)
-    for key_bias in key_biases:  # [1|b, heads, s]
-      if key_bias_as_column(
-          layout, has_bias=bias is not None,
-          bias_needs_grad=bias is not None and bias.requires_grad,
-          key_bias_needs_grad=(torch.is_grad_enabled() and
-                               key_bias.requires_grad)):
-        query_parts.append(hidden.new_ones(1, self.num_heads,
-                                           hidden.shape[1], 1))
-        key_parts.append(key_bias[..., None])
-      else:
-        bias = bias + key_bias[:, :, None, :]
-    module = self
-    if self.num_key_value_groups > 1 and any(
-        k.shape[1] != self.memory_heads for k in key_parts):
-      # Per-head key columns: the layer's shared keys and values join
-      # every head.
-      module = self.every_head
-      values = _repeat_heads(values, self.num_key_value_groups)
-      key_parts = [_repeat_heads(k, self.num_key_value_groups)
-                   if k.shape[1] != self.num_heads else k for k in key_parts]
-    dtype = values.dtype
-    query = _concat_columns(query_parts, values.shape[0], dtype)
-    key = _concat_columns(key_parts, values.shape[0], dtype)
-    width = _round_up(query.shape[-1], layout.multiple)
-    value_width = _round_up(self.d_kv, layout.multiple)
-    if not layout.values_apart:
-      width = value_width = max(width, value_width)
-    return (_pad_width(query, width), _pad_width(key, width),
-            _pad_width(values, value_width), bias, module)
+  Args:
+    layer: the attention layer.
+    columns: (function, its mixture weight or None) of those with columns.
+    inputs: (hidden, queries, positions), the functions' inputs.
+    projections: the layer's `LayerProjections`.
+    values: [batch, memory_heads, s, d_kv].
+    bias: the additive bias, or None.
+    layout: the kernel's layout.
+    zero: start from zero columns (`Route.ZERO_COLUMNS`).
 
-  def _kernel(self, module, query, key, values, bias, implementation,
-              dropout) -> Tuple[torch.Tensor, torch.Tensor]:
-    """One call of the attention interface: softmax(Q K^T + bias) V.
+  Returns:
+    (query, key, values, bias, the layer as the kernel sees it).
+  """
+  hidden = inputs[0]
+  query_parts, key_parts, key_biases = [], [], []
+  if zero:
+    query_parts.append(hidden.new_zeros(1, layer.num_heads, hidden.shape[1],
+                                        layout.multiple))
+    key_parts.append(hidden.new_zeros(1, layer.memory_heads,
+                                      values.shape[2], layout.multiple))
+  for function, scale in columns:
+    query, key, key_bias = function.columns(*inputs, scale, projections)
+    query_parts.append(query)
+    key_parts.append(key)
+    if key_bias is not None:
+      key_biases.append(key_bias)
+  for key_bias in key_biases:  # [1|b, heads, s]
+    if key_bias_as_column(
+        layout, has_bias=bias is not None,
+        bias_needs_grad=bias is not None and bias.requires_grad,
+        key_bias_needs_grad=(torch.is_grad_enabled() and
+                             key_bias.requires_grad)):
+      query_parts.append(hidden.new_ones(1, layer.num_heads,
+                                         hidden.shape[1], 1))
+      key_parts.append(key_bias[..., None])
+    else:
+      bias = bias + key_bias[:, :, None, :]
+  module = layer
+  if layer.num_key_value_groups > 1 and any(
+      k.shape[1] != layer.memory_heads for k in key_parts):
+    # Per-head key columns: the layer's shared keys and values join
+    # every head.
+    module = layer.every_head
+    values = _repeat_heads(values, layer.num_key_value_groups)
+    key_parts = [_repeat_heads(k, layer.num_key_value_groups)
+                 if k.shape[1] != layer.num_heads else k for k in key_parts]
+  dtype = values.dtype
+  query = _concat_columns(query_parts, values.shape[0], dtype)
+  key = _concat_columns(key_parts, values.shape[0], dtype)
+  width = _round_up(query.shape[-1], layout.multiple)
+  value_width = _round_up(layer.d_kv, layout.multiple)
+  if not layout.values_apart:
+    width = value_width = max(width, value_width)
+  return (_pad_width(query, width), _pad_width(key, width),
+          _pad_width(values, value_width), bias, module)
 
-    Args:
-      module: the layer as the kernel sees it (its key-value groups).
-      query: [batch, heads, t, c].
-      key: [batch, heads or memory_heads, s, c].
-      values: [batch, heads or memory_heads, s, c_v].
-      bias: additive, or None.
-      implementation: the attention interface's name.
-      dropout: on the attention weights.
 
-    Returns:
-      ([batch, t, heads, d_kv]: the values' zero columns cut, the weights
-      or None).
-    """
-    if bias is not None and not torch.is_autocast_enabled(
-        query.device.type):
-      bias = _cast(bias, values.dtype)
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-        implementation, eager_attention_forward)
-    context = contextlib.nullcontext()
-    if values.shape[-1] != query.shape[-1] and implementation == "sdpa":
-      # cuDNN's kernel accepts narrower values and then fails: not offered.
-      context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
-    with context:
-      out, weights = interface(module, query, key, values, None,
-                               dropout=dropout, scaling=1.0,
-                               position_bias=bias, is_causal=False)
-    if out.shape[-1] != self.d_kv:
-      out = out[..., :self.d_kv]
-    return out, weights
+def _attend(module, query, key, values, bias, implementation, dropout,
+            d_kv) -> Tuple[torch.Tensor, torch.Tensor]:
+  """One call of the attention interface: softmax(Q K^T + bias) V.
+
+  Args:
+    module: the layer as the kernel sees it (its key-value groups).
+    query: [batch, heads, t, c].
+    key: [batch, heads or memory_heads, s, c].
+    values: [batch, heads or memory_heads, s, c_v].
+    bias: additive, or None.
+    implementation: the attention interface's name.
+    dropout: on the attention weights.
+    d_kv: the head width of the output.
+
+  Returns:
+    ([batch, t, heads, d_kv]: the values' zero columns cut, the weights
+    or None).
+  """
+  if bias is not None and not torch.is_autocast_enabled(
+      query.device.type):
+    bias = _cast(bias, values.dtype)
+  interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+      implementation, eager_attention_forward)
+  context = contextlib.nullcontext()
+  if values.shape[-1] != query.shape[-1] and implementation == "sdpa":
+    # cuDNN's kernel accepts narrower values and then fails: not offered.
+    context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
+  with context:
+    out, weights = interface(module, query, key, values, None,
+                             dropout=dropout, scaling=1.0,
+                             position_bias=bias, is_causal=False)
+  if out.shape[-1] != d_kv:
+    out = out[..., :d_kv]
+  return out, weights
+
+
 
 
 def dot_product_only() -> Tuple[str, ...]:
