@@ -125,12 +125,18 @@ def project_heads(projection: nn.Module, x: torch.Tensor, d_kv: int,
       weight = weight * scale
     out = nn.functional.linear(x, weight.view(-1, d))
     return out.view(b, t, -1, d_kv).transpose(1, 2)
-  out = projection(x).view(b, t, -1, d_kv).transpose(1, 2)
+  return scale_heads(projection(x).view(b, t, -1, d_kv).transpose(1, 2),
+                     scale)
+
+
+def scale_heads(x: torch.Tensor,
+                scale: Union[None, float, torch.Tensor]) -> torch.Tensor:
+  """x [batch, heads, ...] times None, a number, or a tensor [heads]."""
   if scale is None:
-    return out
+    return x
   if torch.is_tensor(scale):
-    return _times_each_head(out, scale)
-  return out * scale
+    return _times_each_head(x, scale)
+  return x * scale
 
 
 # ---------------------------------------------------------------------------
@@ -147,6 +153,10 @@ def project_heads(projection: nn.Module, x: torch.Tensor, d_kv: int,
 # What a function contributes to the fused kernel.
 COLUMNS = "columns"
 BIAS = "bias"
+
+# A training step's FLOPs of a matmul, in its forward's: the backward
+# computes the gradient of each operand, a matmul of the same size each.
+TRAINING_MATMUL = 3
 
 # The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
 # each class registers itself when defined.
@@ -249,6 +259,29 @@ class MtfSynthesizerFunction(nn.Module):
                                            scale, projections))
     return self(hidden, queries, positions, scale)
 
+  def training_flops(self, batch: int, length: int,
+                     memory_length: int) -> Dict[str, int]:
+    """A training step's FLOPs of its own products in one layer.
+
+    The model's math, forward and backward (a multiply-add is 2 FLOPs; a
+    matmul costs `TRAINING_MATMUL` times its forward), not the kernel's
+    work: the layer's projections and its weights times the values are the
+    layer's, not the function's. The benchmark's MFU adds these up
+    (`workbench/torch_benchmark_flops.py`).
+
+    Args:
+      batch: the examples.
+      length: the queries of each.
+      memory_length: the memory positions of each.
+
+    Returns:
+      Term name -> FLOPs: one term per product, named after the function
+      (`<name>` for its matmuls, `<name>_<what>` for another); {} for none
+      (R's and Fix's tables are read, not computed).
+    """
+    del batch, length, memory_length
+    return {}
+
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
     """mesh's shape of each weight whose PyTorch shape merges its dims.
 
@@ -275,8 +308,14 @@ class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
+    self.num_heads = config.num_heads
     self.d_kv = config.d_kv
     self.query_scale = config.d_kv**-0.5 if config.scale_queries else None
+
+  def training_flops(self, batch, length, memory_length):
+    """Q K^T: 2 B h t s c per layer, times TRAINING_MATMUL."""
+    return {self.name: TRAINING_MATMUL * 2 * batch * self.num_heads *
+                       length * memory_length * self.d_kv}
 
   def initializers(self, config):
     del config
@@ -284,10 +323,17 @@ class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
 
   def columns(self, hidden, queries, positions: Positions, scale=None,
               projections: Optional[LayerProjections] = None):
-    """(scale * the layer's queries, the layer's keys, None)."""
-    del queries, positions
+    """(scale * the layer's queries, the layer's keys, None).
+
+    The queries are projected with the scale on the kernel's rows, or,
+    where the layer has computed them for another function (D's shared
+    query projection), scaled.
+    """
+    del positions
     if self.query_scale is not None:
       scale = self.query_scale if scale is None else scale * self.query_scale
+    if queries is not None:
+      return scale_heads(queries, scale), projections.keys, None
     return (project_heads(projections.query, hidden, self.d_kv, scale),
             projections.keys, None)
 
@@ -463,6 +509,13 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
                           config.synthesizer_max_length)
     return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
+  def training_flops(self, batch, length, memory_length):
+    """R1 R2^T: 2 h t s k, once for the batch."""
+    del batch
+    heads, _, k = self.R1.shape
+    return {self.name: TRAINING_MATMUL * 2 * heads * length *
+                       memory_length * k}
+
   def columns(self, hidden, queries, positions: Positions, scale=None,
               projections=None):
     """(R1's query rows, scale * R2's memory rows, None): k columns each."""
@@ -498,6 +551,13 @@ class _DenseHidden(MtfSynthesizerFunction):
                         config.d_model**-0.5, bias=self.use_bias)
     else:
       self.hidden_size = config.d_kv
+
+  def first_layer_flops(self, tokens: int) -> int:
+    """W1's training FLOPs on `tokens` (0 where the queries stand in)."""
+    if not hasattr(self, "w1"):
+      return 0
+    return (TRAINING_MATMUL * 2 * tokens * self.w1.in_features *
+            self.w1.out_features)
 
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
     """W1: mesh's [d_model, heads, hidden], PyTorch's [heads * hidden, d]."""
@@ -545,6 +605,13 @@ class MtfSynthesizerDense(_DenseHidden):
   def needs_queries(self) -> bool:
     return self.share_query_projection
 
+  def training_flops(self, batch, length, memory_length):
+    """W1 (unless the queries stand in) and W2's columns in use."""
+    tokens = batch * length
+    return {self.name: self.first_layer_flops(tokens) + TRAINING_MATMUL * 2 *
+                       tokens * self.num_heads * self.hidden_size *
+                       memory_length}
+
   def initializers(self, config):
     out = {"w2": ("normal", self.w2.shape[1]**-0.5)}
     if self.use_bias:
@@ -589,6 +656,21 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     if self.use_bias:
       self.ba = nn.Parameter(torch.empty(heads, self.a))
       self.bb = nn.Parameter(torch.empty(heads, self.b))
+
+  def training_flops(self, batch, length, memory_length):
+    """W1 and the factors' layers; the outer product, elementwise.
+
+    The outer product's forward is one multiply per logit of the column
+    blocks in use; its backward one multiply-add per logit for each
+    factor: 5 FLOPs per logit (`<name>_product`).
+    """
+    tokens = batch * length
+    factors = TRAINING_MATMUL * 2 * tokens * self.num_heads * (
+        self.hidden_size) * (self.a + self.b)
+    blocks = -(-memory_length // self.a)
+    return {self.name: self.first_layer_flops(tokens) + factors,
+            self.name + "_product": 5 * tokens * self.num_heads * blocks *
+                                    self.a}
 
   def initializers(self, config):
     out = {"wa": ("normal", self.wa.shape[1]**-0.5),
