@@ -14,8 +14,11 @@ The files of the model, each of one job: configuration_mtf_synthesizer.py
 (the configuration, plain data), functions_mtf_synthesizer.py (the
 synthesizing functions, eq. 1-7), attention_mtf_synthesizer.py (the
 attention layer that composes them, eq. 3 and 8), this file (blocks,
-stacks, the base model and its heads) and training_mtf_synthesizer.py
-(mesh's loss, optimizer and schedule).
+stacks, the base model and its heads), training_mtf_synthesizer.py
+(mesh's loss, optimizer and schedule), t5_conversion_mtf_synthesizer.py
+(`from_t5`), weight_files_mtf_synthesizer.py (a broken weights file named
+before it is loaded) and extensions_mtf_synthesizer.py (the functions from
+outside the package that a saved model carries).
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
