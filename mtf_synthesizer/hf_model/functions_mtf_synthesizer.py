@@ -140,14 +140,15 @@ def scale_heads(x: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# Synthesizing functions. Each has one formulation of its logits [batch or 1, heads, length, memory_length], times `scale` (a
-# mixture weight per head) applied to its cheapest factor, and says which
+# Synthesizing functions. Each has one formulation of its logits
+# [batch or 1, heads, length, memory_length], times `scale` (a mixture
+# weight per head) applied to its cheapest factor, and says which
 # (`contributes`): COLUMNS, a query side [1 or batch, heads, length, c], a
 # key side [1 or batch, heads or memory_heads, memory_length, c] and a bias
 # per key [1 or batch, heads, memory_length] (or None) whose product is its
-# logits (`columns()`), or BIAS, the logits themselves (`forward()`; FD's, which
-# have a batch dimension, in autocast's dtype where autocast is on: the
-# dtype the kernel reads). `logits()` gives either as logits: what the
+# logits (`columns()`), or BIAS, the logits themselves (`forward()`; FD's,
+# which have a batch dimension, in autocast's dtype where autocast is on:
+# the dtype the kernel reads). `logits()` gives either as logits: what the
 # eager kernel adds to its bias.
 
 # What a function contributes to the fused kernel.
