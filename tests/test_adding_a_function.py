@@ -11,7 +11,8 @@ variant is in (the attention table, its gin file, the route table of
 docs/pytorch.md) lives in a file a step names, for every function and
 every variant: a list the steps do not name fails here. The PyTorch model
 code, the export and the benchmark's model files name no function outside
-those files.
+those files; a second function with columns, added for one test and
+removed after, needs no other list.
 """
 
 import ast
@@ -19,6 +20,7 @@ import glob
 import inspect
 import os
 import re
+import sys
 import tokenize
 
 import pytest
@@ -162,3 +164,93 @@ def test_the_scan_can_fail(tmp_path):
   listing = tmp_path / "listing.py"
   listing.write_text("KNOWN = (%r,)\n" % sorted(synthesizers.BY_NAME)[0])
   assert _named_functions(str(listing))
+
+
+TOY = "toy_factorized_random"
+TOY_MODULE = '''"""A toy function: FR under a name of its own (removed after)."""
+# pylint: disable=relative-beyond-top-level
+from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
+from .configuration_mtf_synthesizer import register_function
+from .functions_mtf_synthesizer import MtfSynthesizerFactorizedRandom
+
+register_function(%(name)r, FUNCTION_SETTINGS[
+    MtfSynthesizerFactorizedRandom.name], __file__)
+
+
+class Toy(MtfSynthesizerFactorizedRandom):
+  name = %(name)r
+''' % {"name": TOY}
+
+
+@pytest.fixture
+def toy(tmp_path):
+  """A second function with columns, in the tests' copy of the model code
+  and the benchmark's, registered for one test and removed after."""
+  # pylint: disable=g-import-not-at-top
+  import model_code
+  from workbench import torch_benchmark
+  # pylint: enable=g-import-not-at-top
+  path = tmp_path / ("%s_mtf_synthesizer.py" % TOY)
+  path.write_text(TOY_MODULE)
+  copies = [model_code.load("configuration"),
+            torch_benchmark.load_model_code("configuration")]
+  modules = [c.load_extension(str(path)) for c in copies]
+  try:
+    yield copies
+  finally:
+    for configuration, module in zip(copies, modules):
+      package = module.__name__.rpartition(".")[0]
+      sys.modules.pop(module.__name__, None)
+      configuration.FUNCTION_SETTINGS.pop(TOY, None)
+      configuration.EXTENSION_FILES.pop(TOY, None)
+      sys.modules[package + ".functions_mtf_synthesizer"].FUNCTIONS.pop(
+          TOY, None)
+
+
+def test_a_new_function_needs_no_other_list(toy):
+  """The plan, the layer (fused against eager, loss and gradients), the
+  initializers and the FLOP count take a new function with columns, alone
+  and beside the dot product, from its declarations alone: FR's."""
+  del toy
+  # pylint: disable=g-import-not-at-top
+  import model_code
+  import test_attention_plan
+  import tiny_models
+  from workbench import torch_benchmark
+  from workbench import torch_benchmark_flops
+  # pylint: enable=g-import-not-at-top
+  fr = synthesizers.FactorizedRandom.name
+  dot = synthesizers.DotProduct.name
+  dims = torch_benchmark.Dims(
+      d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
+      num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
+      target_length=8, new_tokens=4)
+  flops_config = torch_benchmark.load_model_code(
+      "configuration").MtfSynthesizerConfig
+  for toy_components, fr_components in (((TOY,), (fr,)),
+                                        ((TOY, dot), (fr, dot))):
+    route = test_attention_plan._route  # pylint: disable=protected-access
+    for situation in test_attention_plan.SITUATIONS:
+      assert (route(toy_components, *situation[1:]) ==
+              route(fr_components, *situation[1:]))
+    counts = [torch_benchmark_flops.training_flops(dims, c, flops_config(
+        d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
+        encoder_synthesizers=c, decoder_synthesizers=c))
+              for c in (toy_components, fr_components)]
+    counts[0][fr] = counts[0].pop(TOY)  # its term under its own name
+    assert counts[0] == counts[1]
+    model = tiny_models.perturb(tiny_models.seq2seq(
+        toy_components, num_layers=2, relative_attention_type=None))
+    model.train()
+    inputs, mask, labels = tiny_models.padded_inputs()
+    results = {}
+    for implementation in ("eager", "sdpa"):
+      model.set_attn_implementation(implementation)
+      results[implementation] = tiny_models.loss_and_gradients(
+          model, input_ids=inputs, attention_mask=mask, labels=labels)
+    assert abs(results["sdpa"][0] - results["eager"][0]) < 1e-5
+    tiny_models.assert_close_gradients(results["sdpa"][1],
+                                       results["eager"][1])
+    layer = model.model.encoder.block[0].layer[0].SelfAttention
+    assert TOY in layer.function_names
+    assert model_code.load("functions").FUNCTIONS[TOY]

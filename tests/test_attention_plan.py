@@ -33,7 +33,8 @@ def _route(components, is_cuda, training, relative, one_query):
   attention = model_code.load("attention")
   functions = model_code.load("functions").FUNCTIONS
   classes = [functions[name] for name in components]
-  layout = attention._kernel_layout(is_cuda, True)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  layout = attention._kernel_layout(is_cuda, True)
   in_bias = attention.bias_functions(classes, layout.bias_gradient)
   needs_grad = training and (relative or any(
       functions[name].trainable for name in in_bias))
@@ -70,7 +71,8 @@ def _classes(*properties):
 def test_the_rules(is_cuda):
   """Each rule, on functions picked by their properties, not their names."""
   attention = model_code.load("attention")
-  layout = attention._kernel_layout(is_cuda, True)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  layout = attention._kernel_layout(is_cuda, True)
   route = attention.Route
   plan = attention.plan_attention
   own = _classes(("needs_keys", True))  # the layer's own columns (V)

@@ -175,10 +175,10 @@ class MtfSynthesizerFunction(nn.Module):
   batch), `trainable` (its weights train), `needs_queries` (it reads the
   layer's unscaled queries), `needs_keys` (its columns are the layer's own
   query projection and keys, `LayerProjections`: the layer computes keys,
-  which the cache keeps), `flops_per_token()` (its matmuls' FLOPs, for the
-  benchmark's MFU) and `initializers()` (mesh's
-  initializer of each weight it holds itself; `nn.Linear` layers carry
-  theirs, see `_linear`). Its weights have mesh's local names
+  which the cache keeps), `training_flops()` (its own products' FLOPs,
+  for the benchmark's MFU) and `initializers()` (mesh's initializer of
+  each weight it holds itself; `nn.Linear` layers carry theirs, see
+  `_linear`). Its weights have mesh's local names
   (`<function>/<name>`), which is how the export finds them.
   """
   name = ""
