@@ -167,7 +167,7 @@ def test_the_scan_can_fail(tmp_path):
 
 
 TOY = "toy_factorized_random"
-TOY_MODULE = '''"""A toy function: FR under a name of its own (removed after)."""
+TOY_MODULE = '''"""A toy function: FR under a name of its own."""
 # pylint: disable=relative-beyond-top-level
 from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 from .configuration_mtf_synthesizer import register_function
