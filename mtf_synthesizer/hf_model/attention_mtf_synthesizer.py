@@ -225,7 +225,8 @@ class MtfSynthesizerAttention(nn.Module):
     inputs = (hidden, self._heads(hidden, self.q) if self.reads_queries
               else None, positions)
     projections = LayerProjections(getattr(self, "q", None), keys)
-    contributions = list(zip(self.functions, scales))
+    functions = self.functions
+    contributions = list(zip(functions, scales))
     # 1. The logits that join the bias whatever the call (R, Fix, FD; FR's
     # where the kernel takes a bias with a gradient); 2. the plan, from
     # what the call then is; 3. the logits the plan adds; 4. one kernel.
@@ -235,7 +236,7 @@ class MtfSynthesizerAttention(nn.Module):
     if not eager:
       layout = _kernel_layout(hidden.is_cuda, bias is not None)
     plan = plan_attention(
-        self.functions, in_bias, layout, one_query=t == 1,
+        functions, in_bias, layout, one_query=t == 1,
         bias_needs_grad=bias is not None and bias.requires_grad,
         bias_per_example=bias is not None and bias.shape[0] > 1)
     bias = _add_logits(bias, contributions, plan.logits, inputs,
@@ -412,6 +413,8 @@ def _add_logits(bias, contributions, names, inputs, projections):
   Returns:
     The new bias (None where it was None and nothing joined it).
   """
+  if not names:
+    return bias
   for function, scale in contributions:
     if function.name not in names:
       continue
@@ -503,7 +506,8 @@ def plan_attention(functions: Sequence[nn.Module], in_bias: FrozenSet[str],
       bias_needs_grad and not layout.bias_gradient):
     logits = frozenset(f.name for f in functions
                        if f.name not in in_bias and not f.needs_keys)
-  if any(f.name not in in_bias | logits for f in functions):
+  contributing = in_bias | logits
+  if any(f.name not in contributing for f in functions):
     return Plan(Route.LOGITS if logits else Route.COLUMNS, logits)
   if layout.values_apart and bias_per_example and not one_query:
     return Plan(Route.ZERO_COLUMNS, logits)
