@@ -432,12 +432,12 @@ class Route(enum.Enum):
 
   COLUMNS: each function not in the bias gives columns, side by side, so
     that the kernel's Q K^T is the mixture (eq. 8).
-  LOGITS: the functions whose key side is a weight (D's, FR's) add their
-    logits to the bias; the kernel gets the layer's own columns (V's)
-    alone, or no kernel runs (softmax(bias) V).
-  SOFTMAX_OF_BIAS: no columns: softmax(bias) V, outside the kernel, the
-    softmax once for the batch where the bias is shared by it (R, Fix
-    unpadded).
+  LOGITS: the functions whose key side is a weight (D's, FR's) have added
+    their logits to the bias (`Plan.logits`); the kernel gets the layer's
+    own columns (V's).
+  SOFTMAX_OF_BIAS: no columns (R, Fix, FD; D's or FR's logits in the
+    bias): softmax(bias) V outside the kernel, the softmax once for the
+    batch where the bias is shared by it (R, Fix unpadded).
   ZERO_COLUMNS: no columns, a bias per example (FD, a padded batch) where
     the values keep their own width: the kernel on zero queries and keys,
     which writes no weights.
