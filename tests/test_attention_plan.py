@@ -33,18 +33,16 @@ def _route(components, is_cuda, training, relative, one_query):
   attention = model_code.load("attention")
   functions = model_code.load("functions").FUNCTIONS
   classes = [functions[name] for name in components]
-  # pylint: disable=protected-access
-  in_bias = attention.bias_functions(
-      classes, attention._kernel_layout(is_cuda, True).bias_gradient)
-  layout = attention._kernel_layout(is_cuda, True)  # masks: always a bias
-  # pylint: enable=protected-access
+  # pylint: disable-next=protected-access
+  layout = attention._kernel_layout(is_cuda, True)
+  in_bias = attention.bias_functions(classes, layout.bias_gradient)
   needs_grad = training and (relative or any(
       functions[name].trainable for name in in_bias))
   # A padded training batch; in inference an unpadded one.
   per_example = training or any(
       not functions[name].input_independent for name in in_bias)
-  return attention.plan_attention(tuple(components), in_bias, layout, D_KV,
-                                  one_query, needs_grad, per_example).value
+  return attention.plan_attention(classes, in_bias, layout, one_query,
+                                  needs_grad, per_example).route.value
 
 
 def table() -> str:
@@ -63,28 +61,61 @@ def test_the_docs_table_is_the_plan():
   assert table() in text, table()
 
 
+def _classes(*properties):
+  """The functions of FUNCTIONS with each of (property, value)."""
+  return [f for f in model_code.load("functions").FUNCTIONS.values()
+          if all(getattr(f, p) == v for p, v in properties)]
+
+
 @pytest.mark.parametrize("is_cuda", [False, True])
 def test_the_rules(is_cuda):
+  """Each rule, on functions picked by their properties, not their names."""
   attention = model_code.load("attention")
-  layout = attention._kernel_layout(is_cuda, True)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  layout = attention._kernel_layout(is_cuda, True)
   route = attention.Route
   plan = attention.plan_attention
-  # V alone: the kernel's own call, at a head width the kernel takes.
-  assert plan(("dot_product",), frozenset(), layout, 64, False, True,
-              True) is route.DOT_PRODUCT
-  # A decoding step: the logits join the bias.
-  assert plan(("dense", "dot_product"), frozenset(), layout, 64, True, False,
-              False) is route.LOGITS
+  own = _classes(("needs_keys", True))  # the layer's own columns (V)
+  weights = _classes(("needs_keys", False), ("contributes", "columns"),
+                     ("input_independent", False))  # D: weights as keys
+  bias = _classes(("contributes", "bias"), ("input_independent", True))
+  per_example = _classes(("contributes", "bias"),
+                         ("input_independent", False))
+  assert own and weights and bias and per_example
+  none = frozenset()
+  # The layer's own columns: the kernel, in every situation.
+  for one_query in (False, True):
+    for needs_grad in (False, True):
+      assert plan(own, none, layout, one_query, needs_grad,
+                  True) == (route.COLUMNS, none)
+  # A decoding step: the logits of a function whose keys are weights join
+  # the bias; the layer's own columns stay the kernel's.
+  names = frozenset(f.name for f in weights)
+  assert plan(weights + own, none, layout, True, False,
+              False) == (route.LOGITS, names)
   # A bias with a gradient stays in the kernel only where it takes one.
-  assert (plan(("dense",), frozenset(), layout, 64, False, True, True)
-          is (route.COLUMNS if is_cuda else route.LOGITS))
+  assert plan(weights + own, none, layout, False, True, True) == (
+      (route.COLUMNS, none) if is_cuda else (route.LOGITS, names))
+  assert plan(weights, none, layout, False, True, True) == (
+      (route.COLUMNS, none) if is_cuda else (route.SOFTMAX_OF_BIAS, names))
   # Everything in the bias: its softmax, or zero columns where the values
-  # keep their own width and the bias differs per example.
-  assert plan(("random",), frozenset({"random"}), layout, 64, False, False,
-              False) is route.SOFTMAX_OF_BIAS
-  assert (plan(("factorized_dense",), frozenset({"factorized_dense"}),
-               layout, 64, False, False, True)
-          is (route.ZERO_COLUMNS if is_cuda else route.SOFTMAX_OF_BIAS))
+  # keep their own width and the bias differs per example (not for one
+  # query).
+  for functions in (bias, per_example):
+    in_bias = frozenset(f.name for f in functions)
+    assert plan(functions, in_bias, layout, False, False,
+                False).route is route.SOFTMAX_OF_BIAS
+    assert (plan(functions, in_bias, layout, False, False, True).route
+            is (route.ZERO_COLUMNS if is_cuda else route.SOFTMAX_OF_BIAS))
+    assert plan(functions, in_bias, layout, True, False,
+                True).route is route.SOFTMAX_OF_BIAS
+  # The eager kernel writes the logits: every function's but the layer's
+  # own columns join the bias.
+  every = list(model_code.load("functions").FUNCTIONS.values())
+  eager = attention.EAGER_LAYOUT
+  in_bias = attention.bias_functions(every, eager.bias_gradient)
+  logits = plan(every, in_bias, eager, False, False, False).logits
+  assert in_bias | logits == {f.name for f in every if not f.needs_keys}
 
 
 def test_what_joins_the_bias():
@@ -97,4 +128,4 @@ def test_what_joins_the_bias():
                     if f.contributes == "bias"}
   assert on_cuda == on_cpu | {n for n, f in functions.items()
                               if f.input_independent}
-  assert "dot_product" not in on_cuda
+  assert not any(functions[n].needs_keys for n in on_cuda)

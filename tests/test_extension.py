@@ -23,16 +23,14 @@ The extension is registered for this module's tests only (a fixture), so
 the other modules' enumerations of the functions never see it.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
-import gin
-import mesh_tensorflow as mtf
 import numpy as np
 import pytest
-import tensorflow.compat.v1 as tf
 
 import conftest
 import model_code
@@ -40,7 +38,6 @@ import test_torch_follows_mesh as follows
 import tiny_models
 from mtf_synthesizer import hf_model
 from mtf_synthesizer import synthesizers
-from mtf_synthesizer.core import interface
 from mtf_synthesizer.export import hf_export
 
 # Trains a mesh model and exports it: `make test-fast` skips it.
@@ -53,26 +50,20 @@ NAME = "tempered_random"
 EXTENSION = os.path.join(conftest.REPO, "tests", "data", "extension",
                          "tempered_random_mtf_synthesizer.py")
 MODULE = os.path.splitext(os.path.basename(EXTENSION))[0]
+# mesh's class, imported by --module_import as in training.
+MESH_EXTENSION = os.path.join(os.path.dirname(EXTENSION),
+                              "tempered_random_mesh.py")
+MESH_MODULE = os.path.splitext(os.path.basename(MESH_EXTENSION))[0]
 GIN_FILES = ["synthesizer/_all_stacks.gin"]
 BINDINGS = ["SynthesizerAttention.synthesizers = [@extension.TemperedRandom()]"]
 
 
 def _define_mesh_function():
-  """mesh's side: tau R, registered in BY_NAME and with gin when defined."""
-
-  @gin.configurable(module="extension")
-  class TemperedRandom(synthesizers.Random):
-    """tau_h R_h: R's table times a learned temperature per head."""
-    name = NAME
-    export_ranks = {"R": 3, "temperature": 1}
-
-    def logits(self, inputs, scale=None):
-      tau = mtf.get_variable(
-          inputs.mesh, "temperature", mtf.Shape(inputs.heads_dims),
-          initializer=tf.ones_initializer(), dtype=inputs.variable_dtype)
-      return super().logits(inputs, interface.float32(tau, scale))
-
-  return TemperedRandom
+  """mesh's side: tau R, registered in BY_NAME and with gin when imported."""
+  spec = importlib.util.spec_from_file_location(MESH_MODULE, MESH_EXTENSION)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.TemperedRandom
 
 
 def _forget(configuration, functions):
@@ -141,6 +132,71 @@ def test_export_carries_its_module(run):
     assert f.read() == g.read()
   with open(os.path.join(exported, "extensions_mtf_synthesizer.py")) as f:
     assert "from .%s import" % MODULE in f.read()
+
+
+def test_the_export_command_loads_it(run, tmp_path):
+  """mtf-synthesizer-export-hf in a fresh process: --module_import for
+  mesh's class, --extension for PyTorch's module; the same export as
+  Python's."""
+  out = tmp_path / "out"
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join(
+      [os.path.dirname(MESH_EXTENSION), env.get("PYTHONPATH", "")])
+  proc = subprocess.run(
+      [sys.executable, "-m", "mtf_synthesizer.commands.export_hf",
+       str(run["root"] / NAME), str(out), "--vocabulary=byte",
+       "--module_import=" + MESH_MODULE, "--extension=" + EXTENSION],
+      capture_output=True, text=True, timeout=600, cwd=conftest.REPO,
+      env=env)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  for name in ("config.json", MODULE + ".py", "extensions_mtf_synthesizer.py",
+               "model.safetensors"):
+    with open(os.path.join(run["start"], name), "rb") as f, open(
+        out / name, "rb") as g:
+      assert f.read() == g.read(), name
+
+
+def test_the_export_command_needs_the_extension(run, tmp_path):
+  """Without --extension the command names the function it lacks."""
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join(
+      [os.path.dirname(MESH_EXTENSION), env.get("PYTHONPATH", "")])
+  proc = subprocess.run(
+      [sys.executable, "-m", "mtf_synthesizer.commands.export_hf",
+       str(run["root"] / NAME), str(tmp_path / "out"), "--vocabulary=byte",
+       "--module_import=" + MESH_MODULE],
+      capture_output=True, text=True, timeout=600, cwd=conftest.REPO,
+      env=env)
+  assert proc.returncode != 0
+  assert NAME in proc.stderr, proc.stderr[-3000:]
+
+
+def test_the_flop_count_reads_it(extension):
+  """The benchmark's FLOP count takes it with no edit: R's count (the
+  temperature multiplies the table: no product of its own)."""
+  del extension
+  # pylint: disable=g-import-not-at-top
+  from workbench import torch_benchmark
+  from workbench import torch_benchmark_flops
+  # pylint: enable=g-import-not-at-top
+  configuration = torch_benchmark.load_model_code("configuration")
+  module = configuration.load_extension(EXTENSION)
+  try:
+    dims = torch_benchmark.Dims(
+        d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
+        num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
+        target_length=8, new_tokens=4)
+    counts = [torch_benchmark_flops.training_flops(
+        dims, (name,), configuration.MtfSynthesizerConfig(
+            d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
+            encoder_synthesizers=(name,), decoder_synthesizers=(name,)))
+              for name in (NAME, "random")]
+    assert counts[0] == counts[1]
+  finally:
+    package = module.__name__.rpartition(".")[0]
+    sys.modules.pop(module.__name__, None)
+    _forget(configuration,
+            sys.modules[package + ".functions_mtf_synthesizer"])
 
 
 def test_from_config_draws_its_weights_as_mesh(run):

@@ -33,6 +33,7 @@ import tensorflow.compat.v1 as tf
 
 import lowering as lowering_lib
 from mtf_synthesizer.core import interface
+from mtf_synthesizer.core import mixture
 from mtf_synthesizer.core import reference as ref
 from mtf_synthesizer.core import synthesizers
 
@@ -87,7 +88,7 @@ def _variable_value(name: str, shape) -> np.ndarray:
 
 def _function(kinds):
   functions = [FUNCTIONS[k]() for k in kinds]
-  return synthesizers.compose(functions)
+  return mixture.compose(functions)
 
 
 def synthesized_logits(kinds, activation_dtype: tf.DType,

@@ -7,16 +7,19 @@ model's math costs, not what a kernel happens to run (no recomputation, no
 padding of head widths, no zero columns). See `training_flops`.
 """
 
-import math
 from typing import Any, Dict, Sequence
+
+import torch
+from torch import nn
 
 from workbench import torch_benchmark_models as bench_models
 
 # A forward matmul of 2 m n k FLOPs costs its backward 4 m n k: the
 # gradient of each operand is a matmul of the same size.
 TRAINING = 3
-# Fix's weights softmax(R + mask) without T5's relative bias need no
-# gradient: the backward of its weights-times-values product is one matmul.
+# Weights softmax(R + mask) that need no gradient (Fix's without T5's
+# relative bias): the backward of the weights-times-values product is one
+# matmul.
 TRAINING_WITHOUT_WEIGHTS_GRADIENT = 2
 
 
@@ -27,42 +30,37 @@ def training_flops(dims: bench_models.Dims, components: Sequence[str],
   Every matmul of the forward and of the backward, a multiply-add counted
   as 2 FLOPs; a forward matmul [m, k] x [k, n] is 2 m n k, and its backward
   twice that (the gradient of each operand), so each term below is 3 times
-  its forward (Fix's weights-times-values product without T5's relative
-  bias: 2 times, its weights need no gradient). The optimizer's step, the
-  embedding lookup, norms, softmaxes, dropout, the relative bias and the
-  loss are elementwise or gathers and are not counted, but for FD's outer
-  product, which is the function's own (forward 1 multiply per logit;
-  backward 1 multiply-add per logit for each factor: 5 per logit).
+  its forward (the weights-times-values product where the weights need no
+  gradient, Fix's without T5's relative bias: 2 times). The optimizer's
+  step, the embedding lookup, norms, softmaxes, dropout, the relative bias
+  and the loss are elementwise or gathers and are not counted; a
+  function's own elementwise product is, where it declares one (FD's
+  outer product).
 
   With B = batch, I = input_length, T = target_length, d = d_model,
-  h = heads, c = d_kv, m = heads of keys and values (h unless the
-  config's `num_memory_heads` says), f = d_ff, V = vocab_size, E and D the
-  encoder's and decoder's blocks, and, per self-attention layer, L its
-  length (I in the encoder, T in the decoder) and n = B L its tokens:
+  h = heads, c = d_kv, f = d_ff, V = vocab_size, E and D the encoder's and
+  decoder's blocks, and, per attention layer, L its queries and S its
+  memory positions (I and I in the encoder, T and T in the decoder's
+  self-attention, T and I in its cross-attention):
 
     lm_head      3 * 2 B T d V (the output layer, tied to the embedding)
     feed_forward 3 * 2 (E B I + D B T) d f * 2 (3 matrices when gated)
-    projections  3 * 2 n d (h c [q] + m c [k] + m c [v]) + 3 * 2 n h c d
-                 [o] per self-attention layer, q and k only with the dot
-                 product (q also for D sharing the query projection); per
-                 cross-attention layer 3 * 2 (B T d h c [q] + 2 B I d m c
-                 [k, v] + B T h c d [o])
-    scores       Q K^T: 3 * 2 B h L L c per self-attention layer with the
-                 dot product, 3 * 2 B h T I c per cross-attention layer
-    values       the weights times the values: 3 * 2 B h L L c per
-                 self-attention layer, 3 * 2 B h T I c per cross-attention
-    dense        D: 3 * 2 n d h H [W1, unless it shares the query
-                 projection] + 3 * 2 n h H L [W2's columns in use],
-                 H = `dense_hidden_size` or c
-    factorized_dense        FD: 3 * 2 n d h H [W1] + 3 * 2 n h H (a + b)
-                            [the factors' layers], (a, b) its factors
-    factorized_dense_product FD's outer product: 5 n h ceil(L / a) a
-    factorized_random       FR: 3 * 2 h L L k [R1 R2^T, once for the
-                            batch], k = `factorized_random_k`
+    projections  3 * 2 (rows) (in) (out) for each projection the layer
+                 has (q, k, v, o: q and k only where a function reads
+                 them), its rows the layer's B L queries (q, o) or B S
+                 memory positions (k, v)
+    values       the weights times the values: 3 * 2 B h L S c
+    <function>   each synthesizing function's own products, as it declares
+                 them (`MtfSynthesizerFunction.training_flops` in
+                 mtf_synthesizer/hf_model/functions_mtf_synthesizer.py):
+                 the dot product's Q K^T (3 * 2 B h L S c), D's and FD's
+                 layers, FD's outer product, FR's R1 R2^T; R and Fix
+                 have none
 
-  R and Fix have no FLOPs beyond the weights-times-values product; a
-  mixture has the sum of its functions' terms (one weights-times-values
-  product). T5 (no components) is V's count.
+  A mixture has the sum of its functions' terms (one weights-times-values
+  product). T5 (no components) is V's count. The count builds one layer of
+  each kind on the meta device (no memory) and reads its projections and
+  functions: no function is named here.
 
   Args:
     dims: the sizes.
@@ -73,68 +71,69 @@ def training_flops(dims: bench_models.Dims, components: Sequence[str],
       `is_gated_act` and `relative_attention_type` where it has them.
 
   Returns:
-    FLOPs per term: the keys above, each term present (0 where the model
-    has none).
+    FLOPs per term: the keys above, each of the model's terms present.
+
+  Raises:
+    ValueError: a function the model code does not define.
   """
-  functions = tuple(components) or ("dot_product",)
-  unknown = set(functions) - {"dot_product", "random", "fixed_random",
-                              "factorized_random", "dense",
-                              "factorized_dense"}
+  attention = bench_models.load_model_code("attention")
+  functions = tuple(components) or attention.dot_product_only()
+  unknown = set(functions) - set(attention.FUNCTIONS)
   if unknown:
     raise ValueError("no FLOP count for the synthesizing functions %s" %
                      sorted(unknown))
-  b, h, c, d = dims.batch, dims.num_heads, dims.d_kv, dims.d_model
-  memory = getattr(config, "num_memory_heads", 0) or h
+  layer_config = _synthesizer_config(config)
+  with torch.device("meta"):
+    self_attention = attention.MtfSynthesizerAttention(layer_config,
+                                                       functions)
+    cross_attention = attention.MtfSynthesizerAttention(layer_config)
+  b, d = dims.batch, dims.d_model
   matrices = 3 if getattr(config, "is_gated_act", False) else 2
-  dot = "dot_product" in functions
-  shared_queries = "dense" in functions and getattr(
-      config, "dense_share_query_projection", False)
-  hidden = getattr(config, "dense_hidden_size", None) or c
   relative_bias = getattr(config, "relative_attention_type",
                           "bias_shared") is not None
-  values_factor = TRAINING
-  if functions == ("fixed_random",) and not relative_bias:
-    values_factor = TRAINING_WITHOUT_WEIGHTS_GRADIENT
-  terms = dict.fromkeys(("lm_head", "feed_forward", "projections", "scores",
-                         "values", "dense", "factorized_dense",
-                         "factorized_dense_product", "factorized_random"), 0)
+  terms = dict.fromkeys(("lm_head", "feed_forward", "projections",
+                         "values"), 0)
   terms["lm_head"] = TRAINING * 2 * b * dims.target_length * d * (
       dims.vocab_size)
-  stacks = ((dims.num_layers, dims.input_length),
-            (dims.num_decoder_layers, dims.target_length))
-  for layers, length in stacks:
-    n = b * length
-    per_layer = dict.fromkeys(terms, 0)
-    per_layer["feed_forward"] = TRAINING * 2 * n * d * dims.d_ff * matrices
-    widths = memory * c + h * c  # v and o
-    if dot or shared_queries:
-      widths += h * c  # q
-    if dot:
-      widths += memory * c  # k
-    per_layer["projections"] = TRAINING * 2 * n * d * widths
-    if dot:
-      per_layer["scores"] = TRAINING * 2 * b * h * length * length * c
-    per_layer["values"] = values_factor * 2 * b * h * length * length * c
-    if "dense" in functions:
-      per_layer["dense"] = TRAINING * 2 * n * h * hidden * length
-      if not shared_queries:
-        per_layer["dense"] += TRAINING * 2 * n * d * h * hidden
-    if "factorized_dense" in functions:
-      a, b_factor = config.factorized_dense_factors
-      per_layer["factorized_dense"] = TRAINING * 2 * n * h * hidden * (
-          d + a + b_factor)
-      per_layer["factorized_dense_product"] = 5 * n * h * math.ceil(
-          length / a) * a
-    if "factorized_random" in functions:
-      per_layer["factorized_random"] = TRAINING * 2 * h * length * length * (
-          config.factorized_random_k)
-    for key, value in per_layer.items():
-      terms[key] += layers * value
-  # Cross-attention: the decoder's queries against the encoder's output.
-  cross_layers = dims.num_decoder_layers
   t, i = dims.target_length, dims.input_length
-  terms["projections"] += cross_layers * TRAINING * 2 * d * (
-      b * t * h * c + 2 * b * i * memory * c + b * t * h * c)
-  terms["scores"] += cross_layers * TRAINING * 2 * b * h * t * i * c
-  terms["values"] += cross_layers * TRAINING * 2 * b * h * t * i * c
+  layers = ((self_attention, dims.num_layers, i, i),
+            (self_attention, dims.num_decoder_layers, t, t),
+            (cross_attention, dims.num_decoder_layers, t, i))
+  for layer, count, length, memory in layers:
+    weights_train = relative_bias or layer is cross_attention or any(
+        f.trainable for f in layer.functions)
+    per_layer = _attention_flops(layer, b, length, memory, weights_train)
+    for key, value in per_layer.items():
+      terms[key] = terms.get(key, 0) + count * value
+  terms["feed_forward"] = TRAINING * 2 * b * d * dims.d_ff * matrices * (
+      dims.num_layers * i + dims.num_decoder_layers * t)
+  return terms
+
+
+def _synthesizer_config(config: Any):
+  """The model code's config for a layer: config itself, or T5's dims."""
+  modeling = bench_models.load_model_code("modeling")
+  if isinstance(config, modeling.MtfSynthesizerConfig):
+    return config
+  return modeling.MtfSynthesizerConfig(
+      d_model=config.d_model, d_kv=config.d_kv, num_heads=config.num_heads)
+
+
+def _attention_flops(layer: nn.Module, batch: int, length: int,
+                     memory: int, weights_train: bool) -> Dict[str, int]:
+  """One attention layer's terms: projections, values, its functions'."""
+  rows = {"q": batch * length, "o": batch * length,
+          "k": batch * memory, "v": batch * memory}
+  terms = {"projections": 0}
+  for name, child in layer.named_children():
+    if isinstance(child, nn.Linear):
+      terms["projections"] += (TRAINING * 2 * rows[name] *
+                               child.in_features * child.out_features)
+  factor = TRAINING if weights_train else TRAINING_WITHOUT_WEIGHTS_GRADIENT
+  terms["values"] = (factor * 2 * batch * layer.num_heads * length *
+                     memory * layer.d_kv)
+  for function in layer.functions:
+    for key, value in function.training_flops(batch, length,
+                                              memory).items():
+      terms[key] = terms.get(key, 0) + value
   return terms

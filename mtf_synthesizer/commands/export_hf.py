@@ -4,7 +4,7 @@ r"""Exports a trained model to a Hugging Face `transformers` directory.
 
   mtf-synthesizer-export-hf MODEL_DIR OUT_DIR [--vocabulary=byte] [--t5]
       [--checkpoint=STEP_OR_PREFIX] [--module_import=MY_TASKS ...]
-      [--overwrite]
+      [--extension=MY_FUNCTION_mtf_synthesizer.py ...] [--overwrite]
 
 (or `python -m mtf_synthesizer.commands.export_hf`, or, in a checkout,
 `python tools/export_hf.py`). MODEL_DIR is the stock CLI's model directory
@@ -19,7 +19,11 @@ itself needs TensorFlow, not torch; loading needs
 
 The vocabulary is the one the run's task (its gin MIXTURE_NAME) has; a task
 of the user's own is found when `--module_import` imports the module that
-registers it, as the stock CLI's flag of that name did in training.
+registers it, as the stock CLI's flag of that name did in training. A
+model that uses a synthesizing function from outside the package takes
+`--module_import` of the module defining its mesh class (as in training)
+and `--extension` of its PyTorch module's file (docs/architecture.md,
+"From outside the package"), which the export copies beside the model.
 --help, argument errors and an OUT_DIR that may not be written answer
 before TensorFlow is imported.
 
@@ -63,6 +67,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
            "the one registering the run's task (repeatable; as the stock "
            "CLI's --module_import)")
   parser.add_argument(
+      "--extension", action="append", default=[], metavar="PATH",
+      help="the PyTorch module (<name>_mtf_synthesizer.py) of a "
+           "synthesizing function from outside the package that the model "
+           "uses (repeatable; `hf_model.load_extension`); it is copied "
+           "beside the model")
+  parser.add_argument(
       "--overwrite", action="store_true",
       help="replace an OUT_DIR that holds files, whole (no old file is "
            "left)")
@@ -101,6 +111,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       importlib.import_module(module)
     except ImportError as e:
       print("error: --module_import=%s: %s" % (module, e), file=sys.stderr)
+      return 2
+  # pylint: disable-next=g-import-not-at-top
+  from mtf_synthesizer import hf_model
+  for path in args.extension:
+    try:
+      hf_model.load_extension(path)
+    except (ImportError, OSError, ValueError) as e:
+      print("error: --extension=%s: %s" % (path, e), file=sys.stderr)
       return 2
   try:
     with whole_dir.written_whole(args.out_dir, args.overwrite,

@@ -2,16 +2,19 @@
 # Licensed under the Apache License, Version 2.0.
 """The attention layer: synthesizing functions composed in one kernel call.
 
-One attention path serves every function, one call of transformers'
-attention interface per layer (`config._attn_implementation`). With "sdpa"
-(fused) each function contributes query and key columns whose product is
-its logits (V: Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias per key;
-FR: R1's and R2's rows), put side by side so that the kernel's Q K^T is the
-mixture (eq. 8), or an additive bias (R, Fix, FD), which joins the relative
-position bias and the masks (both computed once per stack). With "eager"
-(the readable reference) every function but the dot product adds its
-logits to the bias. Y = softmax(S + relative position bias + masks) G(X)
-W_o (eq. 3).
+One algorithm serves every function and both implementations: each
+function contributes either query and key columns whose product is its
+logits (V: the layer's Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias
+per key; FR: R1's and R2's rows), put side by side so that the kernel's
+Q K^T is the mixture (eq. 8), or its logits, which join an additive bias
+with the relative position bias and the masks (both computed once per
+stack). One call of transformers' attention interface
+(`config._attn_implementation`) then computes softmax(Q K^T + bias) G(X)
+(eq. 3) before W_o: "eager" (the readable reference, which writes the
+logits) or "sdpa" (fused). Which function gives columns and which gives
+logits, and the call without columns, is one pure decision of what the call
+is (`bias_functions`, then `plan_attention`); the routes that exist only
+for speed live there, not in `forward`.
 """
 
 import contextlib
@@ -29,32 +32,12 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import FUNCTIONS
+from .functions_mtf_synthesizer import LayerProjections
 from .functions_mtf_synthesizer import Positions
 from .functions_mtf_synthesizer import _cast
 from .functions_mtf_synthesizer import _linear
 from .functions_mtf_synthesizer import _logits_dtype
-from .functions_mtf_synthesizer import _times_each_head
 # pylint: enable=relative-beyond-top-level
-
-
-def _plain_linear(module: nn.Module) -> bool:
-  """Whether a projection computes x W^T and nothing else.
-
-  A plain nn.Linear without a bias or hooks: not a layer that an adapter
-  (PEFT's LoRA), a quantization or offloading (accelerate's hooks, which
-  replace `forward`) has replaced or wrapped. Its kernel can be read and
-  scaled before the matmul; any other projection must be called.
-  """
-  # pylint: disable=protected-access,unidiomatic-typecheck
-  return (type(module) is nn.Linear and module.bias is None and
-          not module._forward_hooks and not module._forward_pre_hooks and
-          "forward" not in vars(module))
-
-
-def _add_to_bias(bias: Optional[torch.Tensor],
-                 term: torch.Tensor) -> torch.Tensor:
-  """bias + term, where a missing bias is zero."""
-  return term if bias is None else bias + term
 
 
 def _repeat_heads(x: torch.Tensor, groups: int) -> torch.Tensor:
@@ -138,6 +121,7 @@ def synthesized_attention_forward(
   return out.transpose(1, 2).contiguous(), weights
 
 
+
 class MtfSynthesizerRelativeBias(nn.Embedding):
   """T5's relative position bias: [buckets, heads], read once per stack."""
 
@@ -146,12 +130,12 @@ class MtfSynthesizerAttention(nn.Module):
   """Self-attention composing synthesizing functions, or cross-attention.
 
   `functions` names the synthesizing functions (a mixture when several);
-  ("dot_product",) is mesh's SelfAttention (and T5's), and the
-  cross-attention's.
+  the default, the dot product alone, is mesh's SelfAttention (and T5's),
+  and the cross-attention's.
   """
 
   def __init__(self, config: MtfSynthesizerConfig,
-               functions: Tuple[str, ...] = ("dot_product",),
+               functions: Optional[Tuple[str, ...]] = None,
                has_relative_attention_bias: bool = False,
                layer_idx: Optional[int] = None):
     super().__init__()
@@ -163,26 +147,20 @@ class MtfSynthesizerAttention(nn.Module):
     self.num_key_value_groups = self.num_heads // self.memory_heads
     self.is_causal = False  # causality is in the bias
     self.dropout = config.dropout_rate
-    self.scale_queries = config.scale_queries
-    self.scaling = config.d_kv**-0.5 if config.scale_queries else 1.0
-    self.function_names = tuple(functions)
-    for name in functions:
+    self.function_names = tuple(functions or dot_product_only())
+    for name in self.function_names:
       setattr(self, name, FUNCTIONS[name](config))
     self.needs_keys = any(f.needs_keys for f in self.functions)
-    # A function other than the dot product reads the unscaled queries.
-    self.function_reads_queries = any(
-        f.needs_queries and not f.needs_keys for f in self.functions)
-    self.needs_queries = self.needs_keys or self.function_reads_queries
-    # The functions whose logits join the bias, by whether the device's
-    # kernel takes a bias with a gradient: fixed by the functions, so not
-    # recomputed at every call.
+    self.reads_queries = any(f.needs_queries for f in self.functions)
+    # The functions whose logits join the bias first, by whether the
+    # kernel takes a bias with a gradient: fixed by the functions.
     self.bias_functions = {
         gradient: bias_functions(self.functions, gradient)
         for gradient in (False, True)}
     d = config.d_model
     inner = self.num_heads * self.d_kv
     memory_inner = self.memory_heads * self.d_kv
-    if self.needs_queries:
+    if self.needs_keys or self.reads_queries:
       # mesh folds the 1/sqrt(d_kv) query scale into the initializer.
       self.q = _linear(d, inner, d**-0.5 if config.scale_queries
                        else (d * self.d_kv)**-0.5)
@@ -190,8 +168,8 @@ class MtfSynthesizerAttention(nn.Module):
       self.k = _linear(d, memory_inner, d**-0.5)
     self.v = _linear(d, memory_inner, d**-0.5)
     self.o = _linear(inner, d, inner**-0.5)
-    if len(functions) > 1 and config.learned_mixture_weights:
-      self.alpha_logits = nn.Parameter(torch.zeros(len(functions),
+    if len(self.function_names) > 1 and config.learned_mixture_weights:
+      self.alpha_logits = nn.Parameter(torch.zeros(len(self.function_names),
                                                    self.num_heads))
     if has_relative_attention_bias:
       self.relative_attention_bias = MtfSynthesizerRelativeBias(
@@ -213,38 +191,13 @@ class MtfSynthesizerAttention(nn.Module):
     b, t, _ = x.shape
     return projection(x).view(b, t, -1, self.d_kv).transpose(1, 2)
 
-  def _scaled_queries(self, x: torch.Tensor, scale) -> torch.Tensor:
-    """Queries [batch, heads, t, d_kv] times a scale per head (or one).
-
-    The scale goes on the smaller of the two: the query kernel's rows (no
-    [batch, heads, t, d_kv] product kept for the backward), or, for fewer
-    rows than d_model (a decoding step), the queries. Only a plain
-    projection's kernel is scaled: one an adapter (PEFT's LoRA), a
-    quantization or offloading has replaced or wrapped is called as it is.
-    """
-    if scale is None:
-      return self._heads(x, self.q)
-    b, t, d = x.shape
-    if b * t < d or not _plain_linear(self.q):
-      queries = self._heads(x, self.q)
-      if torch.is_tensor(scale):
-        return _times_each_head(queries, scale)
-      return queries * scale
-    weight = self.q.weight.view(self.num_heads, self.d_kv, -1)
-    if torch.is_tensor(scale):
-      weight = weight * _cast(scale, weight.dtype).view(-1, 1, 1)
-    else:
-      weight = weight * scale
-    out = nn.functional.linear(x, weight.view(self.num_heads * self.d_kv, -1))
-    return out.view(b, t, -1, self.d_kv).transpose(1, 2)
-
   def forward(self, hidden: torch.Tensor, bias: Optional[torch.Tensor],
               positions: Optional[Positions] = None,
               key_value_states: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
               output_attentions: bool = False
               ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """Attends.
+    """Attends: Y = softmax(sum_f alpha_f S_f + bias) G(X) W_o.
 
     Args:
       hidden: the normalized layer input [batch, t, d_model].
@@ -253,12 +206,65 @@ class MtfSynthesizerAttention(nn.Module):
       positions: the positions (self-attention with synthesizing functions).
       key_value_states: the encoder output (cross-attention).
       past_key_values: the cache (DynamicCache or EncoderDecoderCache).
-      output_attentions: return the attention weights.
+      output_attentions: return the attention weights (the eager kernel).
 
     Returns:
       ([batch, t, d_model], the weights [batch, heads, t, s] or None).
     """
     b, t, _ = hidden.shape
+    keys, values = self._keys_and_values(hidden, key_value_states,
+                                         past_key_values)
+    # pylint: disable-next=protected-access
+    implementation = self.config._attn_implementation or "eager"
+    if output_attentions:
+      implementation = "eager"
+    eager = implementation == "eager"
+    alpha = self.mixture_weights()
+    scales = [None] * len(self.function_names) if alpha is None else (
+        alpha.unbind(0))
+    inputs = (hidden, self._heads(hidden, self.q) if self.reads_queries
+              else None, positions)
+    projections = LayerProjections(getattr(self, "q", None), keys)
+    functions = self.functions
+    contributions = list(zip(functions, scales))
+    # 1. The logits that join the bias whatever the call (R, Fix, FD; FR's
+    # where the kernel takes a bias with a gradient); 2. the plan, from
+    # what the call then is; 3. the logits the plan adds; 4. one kernel.
+    layout = EAGER_LAYOUT if eager else _kernel_layout(hidden.is_cuda, True)
+    in_bias = self.bias_functions[layout.bias_gradient]
+    bias = _add_logits(bias, contributions, in_bias, inputs, projections)
+    if not eager:
+      layout = _kernel_layout(hidden.is_cuda, bias is not None)
+    plan = plan_attention(
+        functions, in_bias, layout, one_query=t == 1,
+        bias_needs_grad=bias is not None and bias.requires_grad,
+        bias_per_example=bias is not None and bias.shape[0] > 1)
+    bias = _add_logits(bias, contributions, plan.logits, inputs,
+                       projections)
+    dropout = self.dropout if self.training else 0.0
+    logits = in_bias | plan.logits
+    columns = [(f, s) for f, s in contributions if f.name not in logits]
+    if plan.route is Route.SOFTMAX_OF_BIAS:
+      if output_attentions:
+        # Each example's weights (a table's are shared by the batch).
+        bias = bias.expand(b, self.num_heads, t, bias.shape[-1])
+      out, weights = synthesized_attention_forward(self, values, bias,
+                                                   dropout)
+    else:
+      query, key, values, bias, module = _side_by_side(
+          self, columns, inputs, projections, values, bias, layout,
+          zero=plan.route is Route.ZERO_COLUMNS)
+      out, weights = _attend(module, query, key, values, bias,
+                             implementation, dropout, self.d_kv)
+    if torch.compiler.is_exporting():
+      # The ONNX exporter keeps SDPA whole: its output's strides change
+      # between the exporter's passes, so the flattening reads a copy.
+      out = out.clone(memory_format=torch.contiguous_format)
+    out = self.o(out.reshape(b, t, -1))
+    return out, (weights if output_attentions else None)
+
+  def _keys_and_values(self, hidden, key_value_states, past_key_values):
+    """The keys (or a stand-in) and values, through the cache."""
     cross = key_value_states is not None
     cache = past_key_values
     updated = False
@@ -268,286 +274,204 @@ class MtfSynthesizerAttention(nn.Module):
                else cache.self_attention_cache)
     if updated:
       stored = cache.layers[self.layer_idx]
-      keys, values = stored.keys, stored.values
-    else:
-      source = key_value_states if cross else hidden
-      values = self._heads(source, self.v)
-      # Without keys the cache keeps one column of the values in their
-      # place (it measures its length by the keys).
-      keys = self._heads(source, self.k) if self.needs_keys else (
-          values[..., :1])
-      if cache is not None:
-        keys, values = cache.update(keys, values, self.layer_idx)
-        if cross:
-          past_key_values.is_updated[self.layer_idx] = True
-    # pylint: disable-next=protected-access
-    implementation = self.config._attn_implementation or "eager"
-    if output_attentions:
-      implementation = "eager"
-    if implementation == "eager":
-      queries = self._heads(hidden, self.q) if self.needs_queries else None
-      out, weights = self._reference(hidden, queries, keys, values, bias,
-                                     positions, output_attentions)
-    else:
-      out, weights = self._fused(hidden, keys, values, bias, positions,
-                                 implementation)
-    if torch.compiler.is_exporting():
-      # The ONNX exporter keeps SDPA whole: its output's strides change
-      # between the exporter's passes, so the flattening reads a copy.
-      out = out.clone(memory_format=torch.contiguous_format)
-    out = self.o(out.reshape(b, t, -1))
-    return out, (weights if output_attentions else None)
+      return stored.keys, stored.values
+    source = key_value_states if cross else hidden
+    values = self._heads(source, self.v)
+    # Without keys the cache keeps one column of the values in their
+    # place (it measures its length by the keys).
+    keys = self._heads(source, self.k) if self.needs_keys else (
+        values[..., :1])
+    if cache is not None:
+      keys, values = cache.update(keys, values, self.layer_idx)
+      if cross:
+        past_key_values.is_updated[self.layer_idx] = True
+    return keys, values
 
-  def _reference(self, hidden, queries, keys, values, bias, positions,
-                 output_attentions=False):
-    """The readable path: each function's logits added to the bias.
+def _side_by_side(layer, columns, inputs, projections, values, bias,
+                  layout, zero):
+  """The kernel's query and key: the functions' columns side by side.
 
-    Args:
-      hidden: the layer input [batch, t, d_model].
-      queries: [batch, heads, t, d_kv] or None.
-      keys: [batch, memory_heads, s, d_kv] (a placeholder without V).
-      values: [batch, memory_heads, s, d_kv].
-      bias: masks and relative bias, or None.
-      positions: the positions.
-      output_attentions: the weights are returned: compute them per example.
+  Zero columns change no logit: they pad the widths to the kernel's
+  multiple, or stand in for no columns (`Route.ZERO_COLUMNS`).
 
-    Returns:
-      ([batch, t, heads, d_kv], the weights [batch, heads, t, s]).
-    """
-    alpha = self.mixture_weights()
-    for i, function in enumerate(self.functions):
-      if function.needs_keys:  # the dot product: the kernel's Q K^T
-        continue
-      term = function.logits(hidden, queries, positions,
-                             None if alpha is None else alpha[i])
-      bias = _add_to_bias(bias, term)
-    dropout = self.dropout if self.training else 0.0
-    if not self.needs_keys:
-      # No Q K^T: the weights are softmax(bias).
-      if output_attentions:
-        # Each example's weights, the ones the output is computed from (a
-        # table's are otherwise shared by the batch).
-        bias = bias.expand(hidden.shape[0], self.num_heads, hidden.shape[1],
-                           bias.shape[-1])
-      return synthesized_attention_forward(self, values, bias, dropout)
-    query = queries
-    if alpha is not None:
-      weight = alpha[self.function_names.index("dot_product")]
-      query = _times_each_head(query, weight)
-    if bias is not None and not torch.is_autocast_enabled(
-        query.device.type):
-      bias = bias.to(query.dtype)
-    return eager_attention_forward(self, query, keys, values, None,
-                                   scaling=self.scaling, dropout=dropout,
-                                   position_bias=bias)
+  Args:
+    layer: the attention layer.
+    columns: (function, its mixture weight or None) of those with columns.
+    inputs: (hidden, queries, positions), the functions' inputs.
+    projections: the layer's `LayerProjections`.
+    values: [batch, memory_heads, s, d_kv].
+    bias: the additive bias, or None.
+    layout: the kernel's layout.
+    zero: start from zero columns (`Route.ZERO_COLUMNS`).
 
-  def _fused(self, hidden, keys, values, bias, positions, implementation):
-    """One kernel call: every function's query and key columns side by side.
-
-    The kernel's logits are concat_f(q_f) . concat_f(k_f) + bias = the
-    mixture sum_f alpha_f S_f (eq. 8), alpha_f on V's queries and on the
-    other functions' key side (a slice of weights, without a batch
-    dimension); R, Fix, FD, the functions' biases per key (D's b2) and,
-    where the kernel takes a bias with a gradient (CUDA), FR's batch-free
-    logits join the bias. The scale is 1: run-time query scaling
-    (`scale_queries`) multiplies V's columns only. Where the kernel allows,
-    the values keep their width (`_kernel_layout`); there a layer without
-    columns (R, Fix, FD; FR on CUDA) whose bias differs per example runs
-    the kernel on zero queries and keys. On CPU, with a bias that needs a
-    gradient, only V's columns go in (see below).
-
-    Args: as `_reference` (without queries), and
-      implementation: the attention interface's name.
-
-    Returns:
-      ([batch, t, heads, d_kv], None).
-    """
-    dropout = self.dropout if self.training else 0.0
-    is_cuda = hidden.is_cuda
-    alpha = self.mixture_weights()
-    modules = self.functions
-    scales = ([None] * len(modules) if alpha is None else alpha.unbind(0))
-    queries = None  # unscaled, for a function that reads them (D's option)
-    if self.function_reads_queries:
-      queries = self._heads(hidden, self.q)
-    functions = list(zip(modules, scales))
-    in_bias = self.bias_functions[
-        _kernel_layout(is_cuda, True).bias_gradient]
-    for function, scale in functions:
-      if function.name in in_bias:
-        term = function.logits(hidden, queries, positions, scale)
-        if term.shape[0] > 1:
-          # Per example (FD's), in the logits' dtype (autocast's, where
-          # on): not promoted to float32 by a float32 bias.
-          dtype = _logits_dtype(hidden)
-          bias = None if bias is None else _cast(bias, dtype)
-          term = _cast(term, dtype)
-        bias = _add_to_bias(bias, term)
-    layout = _kernel_layout(is_cuda, bias is not None)
-    route = plan_attention(
-        self.function_names, in_bias, layout, self.d_kv,
-        one_query=hidden.shape[1] == 1,
+  Returns:
+    (query, key, values, bias, the layer as the kernel sees it).
+  """
+  hidden = inputs[0]
+  query_parts, key_parts, key_biases = [], [], []
+  if zero:
+    query_parts.append(hidden.new_zeros(1, layer.num_heads, hidden.shape[1],
+                                        layout.multiple))
+    key_parts.append(hidden.new_zeros(1, layer.memory_heads,
+                                      values.shape[2], layout.multiple))
+  for function, scale in columns:
+    query, key, key_bias = function.columns(*inputs, scale, projections)
+    query_parts.append(query)
+    key_parts.append(key)
+    if key_bias is not None:
+      key_biases.append(key_bias)
+  for key_bias in key_biases:  # [1|b, heads, s]
+    if key_bias_as_column(
+        layout, has_bias=bias is not None,
         bias_needs_grad=bias is not None and bias.requires_grad,
-        bias_per_example=bias is not None and bias.shape[0] > 1)
-    if route is Route.DOT_PRODUCT:
-      return self._kernel(self, self._heads(hidden, self.q), keys, values,
-                          bias, implementation, dropout, self.scaling), None
-    if route is Route.LOGITS:
-      for function, scale in functions:
-        if not function.needs_keys and function.name not in in_bias:
-          bias = _add_to_bias(bias, function.logits(hidden, queries,
-                                                    positions, scale))
-      if not self.needs_keys:
-        return synthesized_attention_forward(self, values, bias,
-                                             dropout)[0], None
-      query = self._scaled_queries(hidden, self._dot_product_scale(scales))
-      return self._kernel(self, _cast(query, values.dtype), keys, values,
-                          bias, implementation, dropout), None
-    if route is Route.SOFTMAX_OF_BIAS:
-      return synthesized_attention_forward(self, values, bias,
-                                           dropout)[0], None
-    multiple = layout.multiple
-    query_parts, key_parts = [], []
-    if route is Route.ZERO_COLUMNS:
-      # No columns and a bias per example: the kernel on zero queries and
-      # keys, which writes no weights.
-      query_parts = [hidden.new_zeros(1, self.num_heads, hidden.shape[1],
-                                      multiple)]
-      key_parts = [hidden.new_zeros(1, self.memory_heads, values.shape[2],
-                                    multiple)]
-    key_biases = []
-    for function, scale in functions:
-      if function.needs_keys:
-        query_parts.append(self._scaled_queries(
-            hidden, self._dot_product_scale(scales)))
-        key_parts.append(keys)
-      elif function.name not in in_bias:
-        query, key, key_bias = function.columns(hidden, queries, positions,
-                                                scale)
-        query_parts.append(query)
-        key_parts.append(key)
-        if key_bias is not None:
-          key_biases.append(key_bias)
-    for key_bias in key_biases:  # [1|b, heads, s]
-      if key_bias_as_column(
-          layout, has_bias=bias is not None,
-          bias_needs_grad=bias is not None and bias.requires_grad,
-          key_bias_needs_grad=(torch.is_grad_enabled() and
-                               key_bias.requires_grad)):
-        query_parts.append(hidden.new_ones(1, self.num_heads,
-                                           hidden.shape[1], 1))
-        key_parts.append(key_bias[..., None])
-      else:
-        bias = bias + key_bias[:, :, None, :]
-    module = self
-    if self.num_key_value_groups > 1 and any(
-        k.shape[1] != self.memory_heads for k in key_parts):
-      # Per-head key columns: V's shared keys and values join every head.
-      module = self.every_head
-      values = _repeat_heads(values, self.num_key_value_groups)
-      key_parts = [_repeat_heads(k, self.num_key_value_groups)
-                   if k.shape[1] != self.num_heads else k for k in key_parts]
-    dtype = values.dtype
-    query = _concat_columns(query_parts, values.shape[0], dtype)
-    key = _concat_columns(key_parts, values.shape[0], dtype)
-    # Zero columns change no logit; the values' zero columns are cut from
-    # the output.
-    width = _round_up(query.shape[-1], multiple)
-    value_width = _round_up(self.d_kv, multiple)
-    if not layout.values_apart:
-      width = value_width = max(width, value_width)
-    query, key = _pad_width(query, width), _pad_width(key, width)
-    values = _pad_width(values, value_width)
-    return self._kernel(module, query, key, values, bias, implementation,
-                        dropout), None
+        key_bias_needs_grad=(torch.is_grad_enabled() and
+                             key_bias.requires_grad)):
+      query_parts.append(hidden.new_ones(1, layer.num_heads,
+                                         hidden.shape[1], 1))
+      key_parts.append(key_bias[..., None])
+    else:
+      bias = bias + key_bias[:, :, None, :]
+  module = layer
+  if layer.num_key_value_groups > 1 and any(
+      k.shape[1] != layer.memory_heads for k in key_parts):
+    # Per-head key columns: the layer's shared keys and values join
+    # every head.
+    module = layer.every_head
+    values = _repeat_heads(values, layer.num_key_value_groups)
+    key_parts = [_repeat_heads(k, layer.num_key_value_groups)
+                 if k.shape[1] != layer.num_heads else k for k in key_parts]
+  dtype = values.dtype
+  query = _concat_columns(query_parts, values.shape[0], dtype)
+  key = _concat_columns(key_parts, values.shape[0], dtype)
+  width = _round_up(query.shape[-1], layout.multiple)
+  value_width = _round_up(layer.d_kv, layout.multiple)
+  if not layout.values_apart:
+    width = value_width = max(width, value_width)
+  return (_pad_width(query, width), _pad_width(key, width),
+          _pad_width(values, value_width), bias, module)
 
-  def _dot_product_scale(self, scales):
-    """The dot product's query scale, or None.
 
-    Its mixture weight, times 1/sqrt(d_kv) where the queries are scaled at
-    run time (`scale_queries`).
+def _attend(module, query, key, values, bias, implementation, dropout,
+            d_kv) -> Tuple[torch.Tensor, torch.Tensor]:
+  """One call of the attention interface: softmax(Q K^T + bias) V.
 
-    Args:
-      scales: each function's mixture weight [heads] (None without any).
+  Args:
+    module: the layer as the kernel sees it (its key-value groups).
+    query: [batch, heads, t, c].
+    key: [batch, heads or memory_heads, s, c].
+    values: [batch, heads or memory_heads, s, c_v].
+    bias: additive, or None.
+    implementation: the attention interface's name.
+    dropout: on the attention weights.
+    d_kv: the head width of the output.
 
-    Returns:
-      The scale: a tensor [heads], a number, or None.
-    """
-    scale = scales[self.function_names.index("dot_product")]
-    if self.scale_queries:
-      scale = self.scaling if scale is None else scale * self.scaling
-    return scale
+  Returns:
+    ([batch, t, heads, d_kv]: the values' zero columns cut, the weights
+    or None).
+  """
+  if bias is not None and not torch.is_autocast_enabled(
+      query.device.type):
+    bias = _cast(bias, values.dtype)
+  interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+      implementation, eager_attention_forward)
+  context = contextlib.nullcontext()
+  if values.shape[-1] != query.shape[-1] and implementation == "sdpa":
+    # cuDNN's kernel accepts narrower values and then fails: not offered.
+    context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
+  with context:
+    out, weights = interface(module, query, key, values, None,
+                             dropout=dropout, scaling=1.0,
+                             position_bias=bias, is_causal=False)
+  if out.shape[-1] != d_kv:
+    out = out[..., :d_kv]
+  return out, weights
 
-  def _kernel(self, module, query, key, values, bias, implementation,
-              dropout, scaling=1.0) -> torch.Tensor:
-    """One call of the attention interface.
 
-    Args:
-      module: the layer as the kernel sees it (its key-value groups).
-      query: [batch, heads, t, c].
-      key: [batch, heads or memory_heads, s, c].
-      values: [batch, heads or memory_heads, s, c_v].
-      bias: additive, or None.
-      implementation: the attention interface's name.
-      dropout: on the attention weights.
-      scaling: multiplies Q K^T.
 
-    Returns:
-      [batch, t, heads, d_kv]: the values' zero columns cut.
-    """
-    if bias is not None and not torch.is_autocast_enabled(
-        query.device.type):
-      bias = _cast(bias, values.dtype)
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-        implementation, eager_attention_forward)
-    context = contextlib.nullcontext()
-    if values.shape[-1] != query.shape[-1] and implementation == "sdpa":
-      # cuDNN's kernel accepts narrower values and then fails: not offered.
-      context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
-    with context:
-      out, _ = interface(module, query, key, values, None, dropout=dropout,
-                         scaling=scaling, position_bias=bias,
-                         is_causal=False)
-    if out.shape[-1] != self.d_kv:
-      out = out[..., :self.d_kv]
-    return out
+
+def dot_product_only() -> Tuple[str, ...]:
+  """The functions of mesh's SelfAttention (T5's): those with `needs_keys`.
+
+  The cross-attention's, and a layer's by default.
+  """
+  return tuple(n for n, f in FUNCTIONS.items() if f.needs_keys)
+
+
+def _add_logits(bias, contributions, names, inputs, projections):
+  """bias plus the logits of the functions named.
+
+  A term per example (FD's) is added in the logits' dtype (autocast's,
+  where on): not promoted to float32 by a float32 bias.
+
+  Args:
+    bias: the additive bias, or None.
+    contributions: (function, its mixture weight or None), in order.
+    names: the functions whose logits join it.
+    inputs: (hidden, queries, positions), the functions' inputs.
+    projections: the layer's `LayerProjections`.
+
+  Returns:
+    The new bias (None where it was None and nothing joined it).
+  """
+  if not names:
+    return bias
+  for function, scale in contributions:
+    if function.name not in names:
+      continue
+    term = function.logits(*inputs, scale, projections)
+    if term.shape[0] > 1:
+      dtype = _logits_dtype(inputs[0])
+      bias = None if bias is None else _cast(bias, dtype)
+      term = _cast(term, dtype)
+    bias = term if bias is None else bias + term
+  return bias
 
 
 class Route(enum.Enum):
-  """How one fused call computes a layer's attention.
+  """How one call computes a layer's attention, once its bias is known.
 
-  DOT_PRODUCT: the dot product alone (V, cross-attention), the kernel's own
-    call with the query scale as its `scaling`.
-  LOGITS: every function but the dot product adds its logits to the bias,
-    as the eager path does; the kernel computes the dot product alone
-    (softmax(bias) V without one).
-  COLUMNS: each function's query and key columns side by side, so that
-    the kernel's Q K^T is the mixture (eq. 8).
-  SOFTMAX_OF_BIAS: no columns, a bias shared by the batch (R, Fix
-    unpadded): softmax(bias) V, the softmax once for every example.
+  COLUMNS: each function not in the bias gives columns, side by side, so
+    that the kernel's Q K^T is the mixture (eq. 8).
+  LOGITS: the functions whose key side is a weight (D's, FR's) have added
+    their logits to the bias (`Plan.logits`); the kernel gets the layer's
+    own columns (V's).
+  SOFTMAX_OF_BIAS: no columns (R, Fix, FD; D's or FR's logits in the
+    bias): softmax(bias) V outside the kernel, the softmax once for the
+    batch where the bias is shared by it (R, Fix unpadded).
   ZERO_COLUMNS: no columns, a bias per example (FD, a padded batch) where
     the values keep their own width: the kernel on zero queries and keys,
     which writes no weights.
   """
-  DOT_PRODUCT = "dot_product"
-  LOGITS = "logits"
   COLUMNS = "columns"
+  LOGITS = "logits"
   SOFTMAX_OF_BIAS = "softmax_of_bias"
   ZERO_COLUMNS = "zero_columns"
 
 
+class Plan(NamedTuple):
+  """One call's route and the functions whose logits its route adds.
+
+  Attributes:
+    route: the Route.
+    logits: the functions whose logits the route adds to the bias (beyond
+      `bias_functions`'); the others not in the bias give columns.
+  """
+  route: Route
+  logits: FrozenSet[str]
+
+
 def bias_functions(functions: Sequence[nn.Module],
                    bias_gradient: bool) -> FrozenSet[str]:
-  """The functions whose logits join the bias before the kernel is chosen.
+  """The functions whose logits join the bias before the call is planned.
 
   Those that contribute a bias (R, Fix, FD); where the kernel takes a bias
-  with a gradient (CUDA), the input-independent ones too (FR's R1 R2^T: one
-  [1, heads, t, s] for the batch rather than k more columns per example,
-  which would run FR+V in the kernel's wider head tier).
+  with a gradient (CUDA, eager), the input-independent ones too (FR's
+  R1 R2^T: one [1, heads, t, s] for the batch rather than k more columns
+  per example, which would run FR+V in the kernel's wider head tier).
 
   Args:
-    functions: the layer's synthesizing functions.
-    bias_gradient: the device's kernel keeps a bias with a gradient fused
+    functions: the layer's synthesizing functions (modules or classes).
+    bias_gradient: the kernel keeps a bias with a gradient fused
       (`KernelLayout.bias_gradient`).
 
   Returns:
@@ -558,17 +482,15 @@ def bias_functions(functions: Sequence[nn.Module],
           f.contributes == BIAS or (bias_gradient and f.input_independent)))
 
 
-def plan_attention(names: Tuple[str, ...], in_bias: FrozenSet[str],
-                   layout: "KernelLayout", d_kv: int, one_query: bool,
-                   bias_needs_grad: bool, bias_per_example: bool) -> Route:
-  """The route of one fused call: a pure function of what the call is.
+def plan_attention(functions: Sequence[nn.Module], in_bias: FrozenSet[str],
+                   layout: "KernelLayout", one_query: bool,
+                   bias_needs_grad: bool, bias_per_example: bool) -> Plan:
+  """The plan of one call: a pure function of what the call is.
 
   Args:
-    names: the layer's functions.
+    functions: the layer's functions (modules or classes).
     in_bias: those whose logits have joined the bias (`bias_functions`).
-    layout: the kernel's layout on the device, with or without a bias
-      (`_kernel_layout`).
-    d_kv: the head width.
+    layout: the kernel's layout (`_kernel_layout`, or `EAGER_LAYOUT`).
     one_query: one query (a decoding step): one row of logits costs less
       than copying the cached keys and values into wider columns.
     bias_needs_grad: the bias needs a gradient (sdpa's CPU kernels take
@@ -577,17 +499,19 @@ def plan_attention(names: Tuple[str, ...], in_bias: FrozenSet[str],
     bias_per_example: the bias has the batch's dimension.
 
   Returns:
-    The Route; docs/pytorch.md tabulates it for every variant.
+    The Plan; docs/pytorch.md tabulates its route for every variant.
   """
-  if names == ("dot_product",) and d_kv % layout.multiple == 0:
-    return Route.DOT_PRODUCT
-  if one_query or (bias_needs_grad and not layout.bias_gradient):
-    return Route.LOGITS
-  if all(name in in_bias for name in names):
-    if layout.values_apart and bias_per_example:
-      return Route.ZERO_COLUMNS
-    return Route.SOFTMAX_OF_BIAS
-  return Route.COLUMNS
+  logits = frozenset()
+  if one_query or layout.writes_logits or (
+      bias_needs_grad and not layout.bias_gradient):
+    logits = frozenset(f.name for f in functions
+                       if f.name not in in_bias and not f.needs_keys)
+  contributing = in_bias | logits
+  if any(f.name not in contributing for f in functions):
+    return Plan(Route.LOGITS if logits else Route.COLUMNS, logits)
+  if layout.values_apart and bias_per_example and not one_query:
+    return Plan(Route.ZERO_COLUMNS, logits)
+  return Plan(Route.SOFTMAX_OF_BIAS, logits)
 
 
 def key_bias_as_column(layout: "KernelLayout", has_bias: bool,
@@ -645,17 +569,25 @@ NARROW_VALUE_BACKENDS = [torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION,
 
 
 class KernelLayout(NamedTuple):
-  """What sdpa's fused kernels take on a device.
+  """What an attention kernel takes on a device.
 
   Attributes:
     multiple: queries' and keys' head width is a multiple of this.
     values_apart: the values keep a width of their own (a multiple too);
       else queries, keys and values have one width.
     bias_gradient: a bias that needs a gradient keeps the call fused.
+    writes_logits: the kernel writes the logits (eager): every function's
+      logits but the layer's own columns join the bias, as readable as
+      the equations.
   """
   multiple: int
   values_apart: bool
   bias_gradient: bool
+  writes_logits: bool = False
+
+
+# The eager kernel's layout: any width, any bias, the logits written.
+EAGER_LAYOUT = KernelLayout(1, False, True, True)
 
 
 def _kernel_layout(is_cuda: bool, has_bias: bool) -> KernelLayout:

@@ -16,7 +16,7 @@ attention layer (attention_mtf_synthesizer.py) composes them (eq. 8).
 
 import dataclasses
 import math
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -66,21 +66,98 @@ class Positions:
   memory: Optional[torch.Tensor] = None
 
 
+class LayerProjections(NamedTuple):
+  """The attention layer's own query projection and keys.
+
+  What a function with `needs_keys` (the dot product) reads: its columns
+  are the layer's projections.
+
+  Attributes:
+    query: the layer's query projection (`q`), called on the layer input,
+      or its kernel's rows scaled (`project_heads`).
+    keys: the keys [batch, memory_heads, s, d_kv] (the cache's, when
+      decoding).
+  """
+  query: nn.Module
+  keys: torch.Tensor
+
+
+def _plain_linear(module: nn.Module) -> bool:
+  """Whether a projection computes x W^T and nothing else.
+
+  A plain nn.Linear without a bias or hooks: not a layer that an adapter
+  (PEFT's LoRA), a quantization or offloading (accelerate's hooks, which
+  replace `forward`) has replaced or wrapped. Its kernel can be read and
+  scaled before the matmul; any other projection must be called.
+  """
+  # pylint: disable=protected-access,unidiomatic-typecheck
+  return (type(module) is nn.Linear and module.bias is None and
+          not module._forward_hooks and not module._forward_pre_hooks and
+          "forward" not in vars(module))
+
+
+def project_heads(projection: nn.Module, x: torch.Tensor, d_kv: int,
+                  scale: Union[None, float, torch.Tensor] = None
+                  ) -> torch.Tensor:
+  """projection(x) [batch, heads, t, d_kv], times a scale per head.
+
+  The scale goes on the smaller of the two: the kernel's rows (no [batch,
+  heads, t, d_kv] product kept for the backward), or, for fewer rows than
+  d_model (a decoding step), the output. Only a plain projection's kernel
+  is scaled: one an adapter (PEFT's LoRA), a quantization or offloading
+  has replaced or wrapped is called as it is.
+
+  Args:
+    projection: a projection to heads * d_kv.
+    x: [batch, t, d_model].
+    d_kv: the head width.
+    scale: None, one number for every head, or a tensor [heads].
+
+  Returns:
+    [batch, heads, t, d_kv].
+  """
+  b, t, d = x.shape
+  if scale is not None and b * t >= d and _plain_linear(projection):
+    weight = projection.weight.view(-1, d_kv, d)
+    if torch.is_tensor(scale):
+      weight = weight * _cast(scale, weight.dtype).view(-1, 1, 1)
+    else:
+      weight = weight * scale
+    out = nn.functional.linear(x, weight.view(-1, d))
+    return out.view(b, t, -1, d_kv).transpose(1, 2)
+  return scale_heads(projection(x).view(b, t, -1, d_kv).transpose(1, 2),
+                     scale)
+
+
+def scale_heads(x: torch.Tensor,
+                scale: Union[None, float, torch.Tensor]) -> torch.Tensor:
+  """x [batch, heads, ...] times None, a number, or a tensor [heads]."""
+  if scale is None:
+    return x
+  if torch.is_tensor(scale):
+    return _times_each_head(x, scale)
+  return x * scale
+
+
 # ---------------------------------------------------------------------------
-# Synthesizing functions. Each but the dot product has one formulation of
-# its logits [batch or 1, heads, length, memory_length], times `scale` (a
-# mixture weight per head) applied to its cheapest factor, and says which
+# Synthesizing functions. Each has one formulation of its logits
+# [batch or 1, heads, length, memory_length], times `scale` (a mixture
+# weight per head) applied to its cheapest factor, and says which
 # (`contributes`): COLUMNS, a query side [1 or batch, heads, length, c], a
-# key side [1 or batch, heads, memory_length, c] and a bias per key [1 or
-# batch, heads, memory_length] (or None) whose product is its logits
-# (`columns()`), or BIAS, the logits themselves (`forward()`; FD's, which
-# have a batch dimension, in autocast's dtype where autocast is on: the
-# dtype the kernel reads). `logits()` gives either as logits: what the
+# key side [1 or batch, heads or memory_heads, memory_length, c] and a bias
+# per key [1 or batch, heads, memory_length] (or None) whose product is its
+# logits (`columns()`), or BIAS, the logits themselves (`forward()`; FD's,
+# which have a batch dimension, in autocast's dtype where autocast is on:
+# the dtype the kernel reads). `logits()` gives either as logits: what the
 # eager kernel adds to its bias.
 
 # What a function contributes to the fused kernel.
 COLUMNS = "columns"
 BIAS = "bias"
+
+# A training step's FLOPs of a matmul, in its forward's: the backward
+# computes the gradient of each operand, a matmul of the same size each.
+TRAINING_MATMUL = 3
 
 # The synthesizing functions by name (mesh's `synthesizers.BY_NAME` names):
 # each class registers itself when defined.
@@ -95,10 +172,13 @@ class MtfSynthesizerFunction(nn.Module):
   (its key in FUNCTIONS and FUNCTION_SETTINGS; defining the class
   registers it), `contributes` (COLUMNS or BIAS), `input_independent` (its
   logits do not depend on the input: one [1, heads, t, s] for the whole
-  batch), `trainable` (its weights train), `needs_queries`, `needs_keys`
-  (the dot product: the layer's keys), and `initializers()` (mesh's
-  initializer of each weight it holds itself; `nn.Linear` layers carry
-  theirs, see `_linear`). Its weights have mesh's local names
+  batch), `trainable` (its weights train), `needs_queries` (it reads the
+  layer's unscaled queries), `needs_keys` (its columns are the layer's own
+  query projection and keys, `LayerProjections`: the layer computes keys,
+  which the cache keeps), `training_flops()` (its own products' FLOPs,
+  for the benchmark's MFU) and `initializers()` (mesh's initializer of
+  each weight it holds itself; `nn.Linear` layers carry theirs, see
+  `_linear`). Its weights have mesh's local names
   (`<function>/<name>`), which is how the export finds them.
   """
   name = ""
@@ -132,8 +212,30 @@ class MtfSynthesizerFunction(nn.Module):
     """
     raise NotImplementedError
 
+  def columns(self, hidden: torch.Tensor, queries: Optional[torch.Tensor],
+              positions: Positions, scale: Optional[torch.Tensor] = None,
+              projections: Optional[LayerProjections] = None
+              ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """A COLUMNS function's query side, key side and bias per key.
+
+    Args:
+      hidden: the layer input [batch, t, d_model].
+      queries: the layer's unscaled queries [batch, heads, t, d_kv], or
+        None (given to a function with `needs_queries`).
+      positions: the call's positions.
+      scale: the function's mixture weight per head [heads], or None.
+      projections: the layer's query projection and keys (given to a
+        function with `needs_keys`), or None.
+
+    Returns:
+      (query [1|batch, heads, t, c], key [1|batch, heads or memory_heads,
+      s, c], bias per key [1|batch, heads, s] or None).
+    """
+    raise NotImplementedError
+
   def logits(self, hidden: torch.Tensor, queries: Optional[torch.Tensor],
-             positions: Positions, scale: Optional[torch.Tensor] = None
+             positions: Positions, scale: Optional[torch.Tensor] = None,
+             projections: Optional[LayerProjections] = None
              ) -> torch.Tensor:
     """Its logits S [1 or batch, heads, length, memory_length], times scale.
 
@@ -148,14 +250,38 @@ class MtfSynthesizerFunction(nn.Module):
         None (read by a function with `needs_queries`).
       positions: the call's positions.
       scale: the function's mixture weight per head [heads], or None.
+      projections: as for `columns()`.
 
     Returns:
       float32 logits, or autocast's dtype where autocast is on.
     """
     if self.contributes == COLUMNS:
       return columns_product(*self.columns(hidden, queries, positions,
-                                           scale))
+                                           scale, projections))
     return self(hidden, queries, positions, scale)
+
+  def training_flops(self, batch: int, length: int,
+                     memory_length: int) -> Dict[str, int]:
+    """A training step's FLOPs of its own products in one layer.
+
+    The model's math, forward and backward (a multiply-add is 2 FLOPs; a
+    matmul costs `TRAINING_MATMUL` times its forward), not the kernel's
+    work: the layer's projections and its weights times the values are the
+    layer's, not the function's. The benchmark's MFU adds these up
+    (`workbench/torch_benchmark_flops.py`).
+
+    Args:
+      batch: the examples.
+      length: the queries of each.
+      memory_length: the memory positions of each.
+
+    Returns:
+      Term name -> FLOPs: one term per product, named after the function
+      (`<name>` for its matmuls, `<name>_<what>` for another); {} for none
+      (R's and Fix's tables are read, not computed).
+    """
+    del batch, length, memory_length
+    return {}
 
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
     """mesh's shape of each weight whose PyTorch shape merges its dims.
@@ -171,20 +297,46 @@ class MtfSynthesizerFunction(nn.Module):
 
 
 class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
-  """V: S_ij = Q_i . K_j, the kernel's own product of the layer's queries
-  and keys (no weights of its own: the layer's q and k)."""
+  """V: S_ij = Q_i . K_j, its columns the layer's queries and keys.
+
+  No weights of its own: the layer's q and k. Its query side carries its
+  mixture weight and, with `scale_queries`, 1/sqrt(d_kv) (mesh folds that
+  scale into the query initializer otherwise), on the query kernel's rows.
+  """
   name = "dot_product"
   contributes = COLUMNS
-  needs_queries = True
   needs_keys = True
 
   def __init__(self, config: MtfSynthesizerConfig):
-    del config
     super().__init__()
+    self.num_heads = config.num_heads
+    self.d_kv = config.d_kv
+    self.query_scale = config.d_kv**-0.5 if config.scale_queries else None
+
+  def training_flops(self, batch, length, memory_length):
+    """Q K^T: 2 B h t s c per layer, times TRAINING_MATMUL."""
+    return {self.name: TRAINING_MATMUL * 2 * batch * self.num_heads *
+                       length * memory_length * self.d_kv}
 
   def initializers(self, config):
     del config
     return {}
+
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections: Optional[LayerProjections] = None):
+    """(scale * the layer's queries, the layer's keys, None).
+
+    The queries are projected with the scale on the kernel's rows, or,
+    where the layer has computed them for another function (D's shared
+    query projection), scaled.
+    """
+    del positions
+    if self.query_scale is not None:
+      scale = self.query_scale if scale is None else scale * self.query_scale
+    if queries is not None:
+      return scale_heads(queries, scale), projections.keys, None
+    return (project_heads(projections.query, hidden, self.d_kv, scale),
+            projections.keys, None)
 
 
 def _logits_dtype(x: torch.Tensor) -> torch.dtype:
@@ -358,9 +510,17 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
                           config.synthesizer_max_length)
     return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
 
-  def columns(self, hidden, queries, positions: Positions, scale=None):
+  def training_flops(self, batch, length, memory_length):
+    """R1 R2^T: 2 h t s k, once for the batch."""
+    del batch
+    heads, _, k = self.R1.shape
+    return {self.name: TRAINING_MATMUL * 2 * heads * length *
+                       memory_length * k}
+
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections=None):
     """(R1's query rows, scale * R2's memory rows, None): k columns each."""
-    del hidden, queries
+    del hidden, queries, projections
     r2 = _key_rows(self.R2, positions)
     if scale is not None:
       r2 = _times_each_head(r2, scale)
@@ -392,6 +552,13 @@ class _DenseHidden(MtfSynthesizerFunction):
                         config.d_model**-0.5, bias=self.use_bias)
     else:
       self.hidden_size = config.d_kv
+
+  def first_layer_flops(self, tokens: int) -> int:
+    """W1's training FLOPs on `tokens` (0 where the queries stand in)."""
+    if not hasattr(self, "w1"):
+      return 0
+    return (TRAINING_MATMUL * 2 * tokens * self.w1.in_features *
+            self.w1.out_features)
 
   def mesh_shapes(self) -> Dict[str, Tuple[int, ...]]:
     """W1: mesh's [d_model, heads, hidden], PyTorch's [heads * hidden, d]."""
@@ -439,18 +606,27 @@ class MtfSynthesizerDense(_DenseHidden):
   def needs_queries(self) -> bool:
     return self.share_query_projection
 
+  def training_flops(self, batch, length, memory_length):
+    """W1 (unless the queries stand in) and W2's columns in use."""
+    tokens = batch * length
+    return {self.name: self.first_layer_flops(tokens) + TRAINING_MATMUL * 2 *
+                       tokens * self.num_heads * self.hidden_size *
+                       memory_length}
+
   def initializers(self, config):
     out = {"w2": ("normal", self.w2.shape[1]**-0.5)}
     if self.use_bias:
       out["b2"] = ("zeros", 0.0)
     return out
 
-  def columns(self, hidden, queries, positions: Positions, scale=None):
+  def columns(self, hidden, queries, positions: Positions, scale=None,
+              projections=None):
     """(relu(W1 X + b1), scale * W2^T's memory rows, scale * b2's columns).
 
     b2 is the same for every query: the layer adds it to its bias, or
     joins it as a column of the keys against a column of ones.
     """
+    del projections
     h = torch.relu(queries) if self.share_query_projection else (
         self.hidden(hidden))
     # [1|b, heads, s, hidden]: the rows in use, sliced first.
@@ -481,6 +657,21 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
     if self.use_bias:
       self.ba = nn.Parameter(torch.empty(heads, self.a))
       self.bb = nn.Parameter(torch.empty(heads, self.b))
+
+  def training_flops(self, batch, length, memory_length):
+    """W1 and the factors' layers; the outer product, elementwise.
+
+    The outer product's forward is one multiply per logit of the column
+    blocks in use; its backward one multiply-add per logit for each
+    factor: 5 FLOPs per logit (`<name>_product`).
+    """
+    tokens = batch * length
+    factors = TRAINING_MATMUL * 2 * tokens * self.num_heads * (
+        self.hidden_size) * (self.a + self.b)
+    blocks = -(-memory_length // self.a)
+    return {self.name: self.first_layer_flops(tokens) + factors,
+            self.name + "_product": 5 * tokens * self.num_heads * blocks *
+                                    self.a}
 
   def initializers(self, config):
     out = {"wa": ("normal", self.wa.shape[1]**-0.5),

@@ -14,8 +14,11 @@ The files of the model, each of one job: configuration_mtf_synthesizer.py
 (the configuration, plain data), functions_mtf_synthesizer.py (the
 synthesizing functions, eq. 1-7), attention_mtf_synthesizer.py (the
 attention layer that composes them, eq. 3 and 8), this file (blocks,
-stacks, the base model and its heads) and training_mtf_synthesizer.py
-(mesh's loss, optimizer and schedule).
+stacks, the base model and its heads), training_mtf_synthesizer.py
+(mesh's loss, optimizer and schedule), t5_conversion_mtf_synthesizer.py
+(`from_t5`), weight_files_mtf_synthesizer.py (a broken weights file named
+before it is loaded) and extensions_mtf_synthesizer.py (the functions from
+outside the package that a saved model carries).
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
@@ -48,11 +51,10 @@ from transformers.utils import ModelOutput
 from transformers.utils import can_return_tuple
 
 # pylint: disable=relative-beyond-top-level,unused-import
-from .attention_mtf_synthesizer import KernelLayout
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
-from .attention_mtf_synthesizer import NARROW_VALUE_BACKENDS
 from .configuration_mtf_synthesizer import ACTIVATIONS
+from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
 from .configuration_mtf_synthesizer import write_extensions
 from .model_card_mtf_synthesizer import write_model_card
@@ -193,7 +195,7 @@ class MtfSynthesizerLayerCrossAttention(nn.Module):
   def __init__(self, config, layer_idx):
     super().__init__()
     self.EncDecAttention = MtfSynthesizerAttention(  # pylint: disable=invalid-name
-        config, ("dot_product",), False, layer_idx)
+        config, None, False, layer_idx)
     self.layer_norm = MtfSynthesizerRMSNorm(config.d_model,
                                             config.layer_norm_epsilon)
     self.dropout = nn.Dropout(config.dropout_rate)
@@ -455,7 +457,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       self.embed_positions = nn.Embedding(config.max_position_embeddings,
                                           config.d_model)
     self.synthesizer_names = tuple(synthesizers)
-    self.has_tables = any(n != "dot_product" for n in synthesizers)
+    self.has_tables = any(FUNCTION_SETTINGS[n].reads_max_length
+                          for n in synthesizers)
     relative = config.relative_attention_type
     self.block = nn.ModuleList(
         MtfSynthesizerBlock(

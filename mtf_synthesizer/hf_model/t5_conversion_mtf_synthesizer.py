@@ -21,11 +21,11 @@ are left out by the variant's design and reported (`ConversionInfo`).
 
 A T5 directory is checked before it is loaded: one that does not exist
 raises FileNotFoundError naming it (not transformers' "Repo id must be in
-the form ..."), a truncated or corrupted safetensors file
-`files.WeightsFileError` naming the file.
+the form ..."), a truncated or corrupted safetensors file `WeightsFileError`
+(weight_files_mtf_synthesizer.py) naming the file.
 
 Only torch, transformers and the standard library are imported: this file
-is copied beside a saved model with the modeling code (and `files.py`).
+is copied beside a saved model with the rest of the model code.
 """
 
 import copy
@@ -33,7 +33,7 @@ import dataclasses
 import itertools
 import os
 import re
-from typing import Any, Dict, List, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import torch
 from transformers import PreTrainedModel
@@ -153,16 +153,18 @@ def _is_tied(t5) -> bool:
   return head is None or (head.weight is t5.get_input_embeddings().weight)
 
 
-def config_fields(t5_config, encoder_synthesizers: Sequence[str],
-                  decoder_synthesizers: Sequence[str],
+def config_fields(t5_config, encoder_synthesizers: Optional[Sequence[str]],
+                  decoder_synthesizers: Optional[Sequence[str]],
                   synthesizer_max_length: int, tie_word_embeddings: bool,
                   overrides: Dict[str, Any]) -> Dict[str, Any]:
   """MtfSynthesizerConfig's fields for a T5 config.
 
   Args:
     t5_config: transformers' T5Config (or MT5Config).
-    encoder_synthesizers: the encoder self-attention's functions.
-    decoder_synthesizers: the decoder self-attention's functions.
+    encoder_synthesizers: the encoder self-attention's functions (None:
+      the configuration's default).
+    decoder_synthesizers: the decoder self-attention's functions (None:
+      the configuration's default).
     synthesizer_max_length: N, the positions of R, FR, D and FD.
     tie_word_embeddings: the output layer is the scaled embedding.
     overrides: other MtfSynthesizerConfig fields (dropout_rate, z_loss,
@@ -193,9 +195,11 @@ def config_fields(t5_config, encoder_synthesizers: Sequence[str],
         "the T5 checkpoint fixes %s; an override may not change them" %
         ", ".join("%s (%r)" % (name, fields[name]) for name in fixed))
   fields.update(overrides)
-  fields.update(encoder_synthesizers=encoder_synthesizers,
-                decoder_synthesizers=decoder_synthesizers,
-                synthesizer_max_length=synthesizer_max_length)
+  fields["synthesizer_max_length"] = synthesizer_max_length
+  for name, functions in (("encoder_synthesizers", encoder_synthesizers),
+                          ("decoder_synthesizers", decoder_synthesizers)):
+    if functions is not None:  # else the configuration's default
+      fields[name] = functions
   return fields
 
 
@@ -303,8 +307,8 @@ def copy_t5_weights(model: torch.nn.Module,
 
 def from_t5(model_class: type,
             t5_model_or_path: Union[PreTrainedModel, str],
-            encoder_synthesizers: Sequence[str] = ("dot_product",),
-            decoder_synthesizers: Sequence[str] = ("dot_product",),
+            encoder_synthesizers: Optional[Sequence[str]] = None,
+            decoder_synthesizers: Optional[Sequence[str]] = None,
             synthesizer_max_length: int = 512,
             output_loading_info: bool = False,
             **config_overrides) -> Any:
@@ -318,8 +322,9 @@ def from_t5(model_class: type,
       path or Hub name `AutoModelForSeq2SeqLM.from_pretrained` loads as one.
     encoder_synthesizers: the encoder self-attention's functions
       (`MtfSynthesizerConfig` names, a tuple or "+"-joined; several make a
-      mixture).
-    decoder_synthesizers: the decoder self-attention's functions.
+      mixture); None: the configuration's default, the dot product (T5).
+    decoder_synthesizers: the decoder self-attention's functions (None:
+      as the encoder's default).
     synthesizer_max_length: N, the positions of R, FR, D and FD: the
       longest sequence a stack with them reads.
     output_loading_info: also return a `ConversionInfo`.
@@ -339,8 +344,8 @@ def from_t5(model_class: type,
       is not a T5, an activation this model does not compute, or an
       override that contradicts the T5.
     FileNotFoundError: a path to a directory that does not exist.
-    files.WeightsFileError: a safetensors file of the T5 directory that is
-      truncated or corrupted (named).
+    WeightsFileError: a safetensors file of the T5 directory that is
+      truncated or corrupted (named; weight_files_mtf_synthesizer.py).
   """
   t5 = _load_t5(t5_model_or_path)
   scaled, tied = _scales_output(t5), _is_tied(t5)

@@ -1,0 +1,31 @@
+# Copyright 2026 The mtf_synthesizer Authors.
+# Licensed under the Apache License, Version 2.0.
+"""The mesh side of the extension: R's table, tempered per head.
+
+S_h = tau_h R_h, tau a learned temperature per head that starts at 1.
+Importing it defines the class (registered in mesh's BY_NAME and with gin
+as `extension.TemperedRandom`), as the stock CLI's and
+`mtf-synthesizer-export-hf`'s `--module_import` do.
+"""
+
+import gin
+import mesh_tensorflow as mtf
+import tensorflow.compat.v1 as tf
+
+from mtf_synthesizer import synthesizers
+from mtf_synthesizer.core import interface
+
+NAME = "tempered_random"
+
+
+@gin.configurable(module="extension")
+class TemperedRandom(synthesizers.Random):
+  """tau_h R_h: R's table times a learned temperature per head."""
+  name = NAME
+  export_ranks = {"R": 3, "temperature": 1}
+
+  def logits(self, inputs, scale=None):
+    tau = mtf.get_variable(
+        inputs.mesh, "temperature", mtf.Shape(inputs.heads_dims),
+        initializer=tf.ones_initializer(), dtype=inputs.variable_dtype)
+    return super().logits(inputs, interface.float32(tau, scale))
