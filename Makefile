@@ -62,7 +62,7 @@ install: $(STAMP) $(UPSTREAM_STAMP)
 	@rm -rf build *.egg-info
 
 test: install
-	cd tests && ../$(VPY) -m pytest -q -rs -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) .
+	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) .
 
 # The test modules that neither run the stock CLI nor build many models (a
 # few minutes): `pytest -m "not slow"`.

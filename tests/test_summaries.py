@@ -27,6 +27,7 @@ from tensorflow.python.ops import control_flow_v2_toggles  # pylint: disable=g-d
 import layer_harness
 import lowering as lowering_lib
 import mtf_synthesizer as ms
+from mtf_synthesizer.training import summaries as summaries_lib
 
 BATCH, LENGTH, D_MODEL, HEADS, DK = 4, 6, 8, 2, 4
 KINDS = ("random", "dot_product")
@@ -191,8 +192,8 @@ def test_a_summary_of_each_microbatch_is_left_out(caplog, control_flow):
     x = mtf.get_variable(mesh, "x", [batch_dim])
 
     def model_fn(features):
-      ms.summaries.scalar_summary("batch_sum",
-                                  mtf.reduce_sum(features["x"]))
+      summaries_lib.scalar_summary("batch_sum",
+                                   mtf.reduce_sum(features["x"]))
       return {"loss": mtf.reduce_sum(features["x"] * x)}
 
     mtf.serialize_training_step({"x": mtf.ones(mesh, [batch_dim])},

@@ -334,7 +334,7 @@ def _write_model_card(out_dir: str, config: Dict[str, Any],
   fields = {k: v for k, v in config.items()
             if k not in ("model_type", "architectures", "auto_map")}
   model_card_mtf_synthesizer.write_model_card(
-      out_dir, _configuration().MtfSynthesizerConfig(**fields),
+      out_dir, mesh_layers.configuration().MtfSynthesizerConfig(**fields),
       "exported from the mesh checkpoint %s (step %s) by "
       "mtf-synthesizer-export-hf" % (
           os.path.basename(checkpoint), checkpoint.rsplit("-", 1)[-1]))
