@@ -15,8 +15,8 @@ Run alone: `cd tests && ../.venv/bin/python -m pytest -q -rs
 test_transformers_common.py` (`-rs` lists the skipped tests with their
 reasons, as `make test` does). Every test that does not run says why:
 transformers' own skips (a GPU, `@slow`, the Hub, a feature the model does
-not declare) with their reasons, and this module's (`NOT_APPLICABLE`,
-`RANDOM_BUFFER`) with theirs.
+not declare) with their reasons, and this module's (`RANDOM_BUFFER`) with
+theirs.
 """
 
 import unittest
@@ -39,16 +39,10 @@ Config = configuration_mtf_synthesizer.MtfSynthesizerConfig
 # Many models: scheduled with the long modules (conftest.py).
 pytestmark = [pytest.mark.usefixtures("one_thread"), pytest.mark.slow]
 
-# Upstream tests that do not apply to this model, each with its reason
-# (transformers' own skips, `@slow` or a GPU, say theirs).
-NOT_APPLICABLE = {
-    "test_model_parallelism": "splits a model over several accelerators",
-    "test_cpu_offload": "offloads to an accelerator",
-    "test_disk_offload_bin": "offloads to an accelerator",
-    "test_disk_offload_safetensors": "offloads to an accelerator",
-}
-# A function whose table is not trained (Fix) holds it as a buffer drawn at
-# random by `_init_weights`; transformers' check of buffers expects none.
+# The upstream tests that do not apply to a variant with a function whose
+# table is not trained (Fix), each with its reason: that table is a buffer
+# drawn at random by `_init_weights`, and transformers' check of buffers
+# expects none. (transformers' own skips, `@slow` or a GPU, say theirs.)
 RANDOM_BUFFER = {
     "test_init_weights_can_init_buffers":
         "the table of a function that is not trained is a random buffer "
@@ -150,8 +144,6 @@ class _CommonTests(ModelTesterMixin, GenerationTesterMixin):
   """transformers' common tests; a subclass sets the variant and head."""
   components = ()
   causal_lm = False
-  test_resize_embeddings = True
-  test_missing_keys = True
 
   def setUp(self):
     self.model_tester = MtfSynthesizerModelTester(self, self.components,
@@ -185,12 +177,10 @@ def _test_class(variant, causal_lm):
                  all_model_classes=classes,
                  __module__=__name__,
                  __qualname__="Test%s%s" % (_camel(variant.name), head))
-  skips = dict(NOT_APPLICABLE)
   if any(not functions_mtf_synthesizer.FUNCTIONS[name].trainable
          for name in variant.components):
-    skips.update(RANDOM_BUFFER)
-  for name, reason in skips.items():
-    members[name] = _not_applicable(reason)
+    for name, reason in RANDOM_BUFFER.items():
+      members[name] = _not_applicable(reason)
   return type(members["__qualname__"], (_CommonTests, unittest.TestCase),
               members)
 

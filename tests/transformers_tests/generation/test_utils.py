@@ -65,19 +65,19 @@ class GenerationTesterMixin:
         for _ in range(NEW_TOKENS):
           logits = model(**inputs, decoder_input_ids=sequence,
                          use_cache=False).logits
-          sequence = torch.cat([sequence, self._best(logits)], dim=1)
+          sequence = torch.cat([sequence, self._best(logits, model.config.eos_token_id)], dim=1)
         return sequence
       sequence = inputs["input_ids"]
       for _ in range(NEW_TOKENS):
         logits = model(input_ids=sequence, use_cache=False).logits
-        sequence = torch.cat([sequence, self._best(logits)], dim=1)
+        sequence = torch.cat([sequence, self._best(logits, model.config.eos_token_id)], dim=1)
       return sequence
 
   @staticmethod
-  def _best(logits):
+  def _best(logits, eos_token_id):
     """The next token, the end of sequence excluded (min_new_tokens)."""
     logits = logits[:, -1].clone()
-    logits[:, 1] = -float("inf")  # the tester's eos_token_id
+    logits[:, eos_token_id] = -float("inf")
     return logits.argmax(-1, keepdim=True)
 
   def _check_dict_output(self, model, output, inputs, beams=1):
