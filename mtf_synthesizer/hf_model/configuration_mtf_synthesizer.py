@@ -447,7 +447,10 @@ class MtfSynthesizerConfig(PreTrainedConfig):
     elif key == "factorized_dense_factors" and value is not None:
       value = tuple(value)
     fields = self.__dict__
-    if not fields.get("_post_init_done") or key not in self._own_fields():
+    # The rules across fields read this class's fields only: transformers'
+    # own are set as PreTrainedConfig sets them.
+    if not fields.get("_post_init_done") or (
+        key not in MtfSynthesizerConfig.__annotations__):
       super().__setattr__(key, value)
       return
     before = dict(fields)
@@ -468,11 +471,6 @@ class MtfSynthesizerConfig(PreTrainedConfig):
       fields.clear()
       fields.update(before)
       raise
-
-  @classmethod
-  @functools.lru_cache(maxsize=None)
-  def _own_fields(cls) -> frozenset:
-    return frozenset(f.name for f in dataclasses.fields(cls))
 
   def _set_activation(self) -> None:
     parts = self.feed_forward_proj.split("-")
