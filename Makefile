@@ -1,6 +1,8 @@
 # Two commands: `make demo` and `make test`. Each builds .venv from the pinned
 # files when it is missing or older than them.
 PYTHON ?= python3.11
+# CPython 3.10, the TPU VM image's (`make test-tpu-vm`): pyenv's, if any.
+PYTHON310 ?= $(or $(shell pyenv prefix 3.10 2>/dev/null | head -n1 | sed 's|$$|/bin/python3.10|'),python3.10)
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.pinned
@@ -18,7 +20,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= auto
 XDIST := -n $(TEST_WORKERS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
-.PHONY: demo test test-fast install check-python clean
+.PHONY: demo test test-fast test-tpu-vm install check-python clean
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
@@ -64,6 +66,16 @@ install: $(STAMP) $(UPSTREAM_STAMP)
 test: install
 	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) .
 
+# README's TPU VM installation on CPython 3.10 over PyPI's tensorflow==2.15.0
+# (the image's stand-in, in .tpu-vm/), and the mesh side's tests in it
+# (.ci/tpu_vm_leg.py; docs/development.md).
+test-tpu-vm:
+	@command -v $(PYTHON310) >/dev/null 2>&1 || { \
+	  echo "error: $(PYTHON310) not found: the TPU VM leg needs CPython 3.10" \
+	       "(the TPU VM image's). Run 'make test-tpu-vm" \
+	       "PYTHON310=/path/to/python3.10'." >&2; exit 1; }
+	$(PYTHON310) .ci/tpu_vm_leg.py $(PYTEST_ARGS)
+
 # The test modules that neither run the stock CLI nor build many models (a
 # few minutes): `pytest -m "not slow"`.
 test-fast: install
@@ -73,4 +85,4 @@ demo: install
 	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)
 
 clean:
-	rm -rf $(VENV) build *.egg-info runs
+	rm -rf $(VENV) .venv-tpu .tpu-vm build *.egg-info runs

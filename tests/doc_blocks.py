@@ -39,7 +39,8 @@ INSTALLED = ("mtf-synthesizer-export-hf", "mtf-synthesizer-from-t5",
              "mtf-synthesizer-tpu-job",
              "mtf-synthesizer-convert-release-checkpoint")
 PROGRAMS = (CLI, "make", "cd", "git", "gcloud", "tensorboard", "docker",
-            "curl", "torchrun", "run_gpu_checks.sh", "pip", "sudo") + INSTALLED
+            "curl", "torchrun", "run_gpu_checks.sh", "pip", "sudo",
+            "tar") + INSTALLED
 ELISION = "..."
 
 

@@ -244,10 +244,12 @@ def _last_lines(proc, n=12):
 
 def test_unknown_gin_file_names_file_and_search_path(bad_runs):
   proc = bad_runs["procs"]["gin"]
-  assert proc.returncode != 0
+  assert proc.returncode == 2
   tail = _last_lines(proc)
   assert "synthesizer/nonexistent.gin" in tail
-  assert "CliError: Unknown gin file" in tail  # mtf_synthesizer's early check
+  # mtf_synthesizer's early check: one line, no traceback.
+  assert "t5_mesh_transformer: error: Unknown gin file" in tail
+  assert "Traceback" not in proc.stderr
   # The search path includes the package's own gin folder.
   assert os.path.dirname(_GIN_DIR) in tail, tail
   assert not os.path.exists(bad_runs["root"] / "gin" / "model.ckpt-0.index")
@@ -255,11 +257,12 @@ def test_unknown_gin_file_names_file_and_search_path(bad_runs):
 
 def test_model_dir_under_a_file_fails_clearly(bad_runs):
   proc = bad_runs["procs"]["model_dir"]
-  assert proc.returncode != 0
+  assert proc.returncode == 2
   tail = _last_lines(proc)
   assert str(bad_runs["a_file"]) in tail
   assert "not a directory" in tail
-  assert "CliError: --model_dir=" in tail  # mtf_synthesizer's early check
+  assert "t5_mesh_transformer: error: --model_dir=" in tail  # early check
+  assert "Traceback" not in proc.stderr
   assert bad_runs["a_file"].read_text() == "not a directory\n"
 
 

@@ -90,6 +90,8 @@ EXTERNAL = {
                          "tools run at tiny dims in their own tests)",
     "pip": "installs packages from a package index",
     "sudo": "changes the machine's system packages",
+    "tar": "unpacks the checkout on a TPU VM (make test-tpu-vm replays the "
+           "installation after it)",
 }
 # Tools whose commands are parsed here and not run, and why.
 TOOLS_NOT_RUN = {
@@ -119,7 +121,8 @@ RUN_ELSEWHERE = {
     ("docs/export.md", "--mode=export_predict"): "test_export.py",
     ("docs/export.md", "saved_model_predict.py"): "test_export.py",
     ("README.md", "mtf-synthesizer-export-hf"): "test_hf_export.py",
-    ("README.md", "rte_dense_vanilla"): "test_recipes.py",
+    ("README.md", "synthesizer/init_from_t5.gin"): "test_recipes.py",
+    ("README.md", "rte_dense_vanilla/operative_config.gin"): "test_recipes.py",
     ("docs/pytorch.md", "train_fsdp.py"): "test_torch_training.py",
     ("docs/export.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
@@ -208,8 +211,12 @@ def obstacle(command: doc_blocks.Command) -> Optional[str]:
     return "an outline: `...` stands for arguments left out"
   if command.is_flags and command.continues is None:
     return "bindings to add to a training command"
-  if command.program == "make" and "test" in argv[1:]:
+  if command.program == "make" and ("test" in argv[1:] or
+                                    "test-tpu-vm" in argv[1:]):
     return "the test suite itself"
+  if argv[0].startswith(".venv-tpu/") and "tpu" not in command.flag_names():
+    return ("the TPU VM's installation: make test-tpu-vm replays it "
+            "(.ci/tpu_vm_leg.py)")
   if command.program == "make" and "install" in argv[1:]:
     return "reinstalls the package into .venv (make test installs it first)"
   if doc_blocks.is_python(argv[0]) and argv[1:2] == ["-m"]:
@@ -418,6 +425,8 @@ def _make_problems(command: doc_blocks.Command) -> List[str]:
 
 def _git_problems(command: doc_blocks.Command) -> List[str]:
   argv = command.argv
+  if argv[1:2] == ("archive",):  # the tracked files of a commit
+    return [] if argv[-1] == "HEAD" else ["git archive: not of HEAD"]
   if argv[1:3] != ("worktree", "add") or len(argv) != 5:
     return ["git %s: teach this test what to check" % " ".join(argv[1:])]
   if not os.path.isdir(os.path.join(conftest.REPO, ".git")):
@@ -504,6 +513,9 @@ def _other_problems(command: doc_blocks.Command, source: str) -> List[str]:
   if tool:  # an installed command: its script's parser takes the arguments
     problems += _tool_problems(dataclasses.replace(
         command, argv=("python", tool) + command.argv[1:]))
+  elif (command.argv[:3] == ("python3", "-m", "venv") or
+        command.argv[:2] == (".venv-tpu/bin/python", "-c")):
+    pass  # the TPU VM's installation, which make test-tpu-vm replays
   elif doc_blocks.is_python(command.argv[0]):
     problems += _tool_problems(command)
   elif command.program in _CHECKS:

@@ -2,18 +2,21 @@
 # Licensed under the Apache License, Version 2.0.
 """README.md's recipes, read from the README, at tiny scale and offline.
 
-Recipe 1 (finetune a released T5 checkpoint into D+V with the stock CLI)
-runs as written but for the substitutions listed in RECIPE_1: no TPU (one
-CPU device), a temporary model directory, the tests' tiny plain T5 model
-for the released checkpoint, a byte task for GLUE's RTE, 64-token
-sequences, and the same count of steps past the checkpoint's step as the
-README's (scaled down to one). Recipe 2 (C4 pretraining on a Cloud TPU)
-cannot run without a TPU: its TPU VM commands are checked against what the
-TPU tool itself creates, the tool's own dry run of the README's command
-prints the pretraining command, whose names the stock CLI knows, and that
-command trains one step at tiny scale on one CPU device (its TPU flags
-dropped; a tiny model, a byte task, 64-token sequences).
-Recipe 3 (export and generate) runs in tests/test_hf_export.py.
+Recipe 1 (finetune a released T5 checkpoint into D+V with the stock CLI,
+then evaluate every checkpoint) runs as written but for the substitutions
+listed in RECIPE_1: no TPU (one CPU device), a temporary model directory,
+the tests' tiny plain T5 model for the released checkpoint, a byte task for
+GLUE's RTE (`key_presence`, a yes/no task scored by accuracy, for the
+evaluation), 64-token sequences, and the same count of steps past the
+checkpoint's step as the README's (scaled down to one). Recipe 2 (C4
+pretraining on a Cloud TPU VM) cannot run without a TPU: the VM its
+commands create and copy to is the one the TPU tool's dry run prints, its
+installation is that of the TPU VM leg (`make test-tpu-vm`, which replays
+it), the tool's own dry run of the README's command prints the pretraining
+command, whose names the stock CLI knows, and that command trains one step
+at tiny scale on one CPU device (its TPU flags dropped; a tiny model, a
+byte task, 64-token sequences). Recipe 3 (export and generate) runs in
+tests/test_hf_export.py.
 """
 
 import ast
@@ -28,9 +31,13 @@ import tensorflow.compat.v1 as tf
 import conftest
 import doc_blocks
 from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import events
 
 README = "README.md"
-RECIPE_1 = doc_blocks.find(README, "rte_dense_vanilla", program=doc_blocks.CLI)
+RECIPE_1 = doc_blocks.find(README, "rte_dense_vanilla", "init_from_t5.gin",
+                           program=doc_blocks.CLI)
+RECIPE_1_EVAL = doc_blocks.find(README, "rte_dense_vanilla", "eval.gin",
+                                program=doc_blocks.CLI)
 TPU_JOB = doc_blocks.find(README, "mtf-synthesizer-tpu-job")
 STEPS = conftest.TRAIN_STEPS
 ATTN = "encoder/block_000/layer_000/SynthesizerAttention/"
@@ -102,8 +109,7 @@ def _tiny(model_dir: str, init: str, steps: int) -> dict:
 
 def _on_one_cpu(argv):
   """The command without its TPU flags and bindings, on one CPU device."""
-  argv = doc_blocks.drop(argv, "--tpu=", "--tpu_zone=", "--gcp_project=",
-                         "utils.tpu_mesh_shape.")
+  argv = doc_blocks.drop(argv, "--tpu=", "utils.tpu_mesh_shape.")
   return argv + ["--gin_param=utils.run.mesh_shape = ''",
                  "--gin_param=utils.run.mesh_devices = ['']"]
 
@@ -122,7 +128,9 @@ def test_recipe_1_finetunes_a_t5_checkpoint_into_d_plus_v(trained_models,
   init = os.path.join(source_dir, "model.ckpt-%d" % STEPS)
   model_dir = str(tmp_path / "rte_dense_vanilla")
   # The README's count of steps past the checkpoint's, scaled to one step.
-  argv = _on_one_cpu(RECIPE_1.substituted(_tiny(model_dir, init, STEPS + 1)))
+  argv = _on_one_cpu(doc_blocks.drop(
+      RECIPE_1.substituted(_tiny(model_dir, init, STEPS + 1)),
+      "--t5_tfds_data_dir="))
   proc = subprocess.run([commands.cli_path()] + argv[1:], cwd=conftest.REPO,
                         capture_output=True, text=True, timeout=900,
                         check=False)
@@ -144,6 +152,47 @@ def test_recipe_1_finetunes_a_t5_checkpoint_into_d_plus_v(trained_models,
   end = _values(model_dir, STEPS + 1)
   assert end["global_step"] == STEPS + 1
   assert not np.array_equal(end[ATTN + "dense/w2"], start[ATTN + "dense/w2"])
+  # Then the README's evaluation: every checkpoint, on the validation split.
+  argv = _on_one_cpu(doc_blocks.drop(RECIPE_1_EVAL.substituted({
+      "gs://my-bucket/rte_dense_vanilla/operative_config.gin":
+          os.path.join(model_dir, "operative_config.gin"),
+      "--model_dir=gs://my-bucket/rte_dense_vanilla": "--model_dir=" + model_dir,
+      "'synth_glue_rte'": "'key_presence'",
+      "{'inputs': 512, 'targets': 8}": "{'inputs': %d, 'targets': %d}" % (
+          conftest.LENGTH, conftest.LENGTH)}), "--t5_tfds_data_dir=")) + [
+              "--gin_param=recall_config.num_validation = 4"]
+  proc = subprocess.run([commands.cli_path()] + argv[1:], cwd=conftest.REPO,
+                        capture_output=True, text=True, timeout=900,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  scalars = events.read_scalars(os.path.join(model_dir, "validation_eval"))
+  (accuracy,) = [tag for tag in scalars if tag.endswith("accuracy")]
+  assert sorted(step for step, _, _ in scalars[accuracy]) == [STEPS,
+                                                              STEPS + 1]
+  assert all(0 <= value <= 100 for _, _, value in scalars[accuracy])
+
+
+def test_recipe_1_evaluates_what_it_trained_as_the_tpu_job_evaluates():
+  """Its model directory, operative config, then the variant file again."""
+  assert RECIPE_1_EVAL.values("model_dir") == RECIPE_1.values("model_dir")
+  (model_dir,) = RECIPE_1.values("model_dir")
+  files = RECIPE_1_EVAL.values("gin_file")
+  assert files == [model_dir + "/operative_config.gin",
+                   "synthesizer/dense_vanilla.gin", "eval.gin"]
+  for name in ("MIXTURE_NAME", "utils.run.sequence_length",
+               "utils.tpu_mesh_shape.tpu_topology",
+               "utils.tpu_mesh_shape.model_parallelism"):
+    assert _binding(RECIPE_1_EVAL, name) == _binding(RECIPE_1, name), name
+  assert _binding(RECIPE_1_EVAL, "utils.run.dataset_split") == "'validation'"
+  assert _binding(RECIPE_1_EVAL, "eval_checkpoint_step") == "'all'"
+  for param in commands.eval_seed_params():
+    name, value = (x.strip() for x in param.split("=", 1))
+    assert _binding(RECIPE_1_EVAL, name) == value
+  for command in (RECIPE_1, RECIPE_1_EVAL):
+    assert command.values("tpu") == ["local"]
+    assert command.values("t5_tfds_data_dir") == [
+        "gs://my-bucket/tensorflow_datasets"]
+    assert command.argv[0] == ".venv-tpu/bin/" + doc_blocks.CLI
 
 
 # --- recipe 2 ---------------------------------------------------------------
@@ -168,33 +217,63 @@ def _printed(out: str):
 
 
 def test_recipe_2_creates_the_tpu_the_job_would_create(capsys):
-  """The README's `gcloud ... create` is what `--create_tpu` would run."""
-  (created,) = [c for c in _printed(_dry_run(capsys, "--create_tpu"))
-                if c.program == "gcloud"]
-  assert _gcloud("create").argv == created.argv
-  name = created.argv[5]
-  zone, project = created.values("zone"), created.values("project")
+  """The README's `gcloud ... create` is what the tool's dry run prints."""
+  create = _gcloud("create")
+  name = create.argv[5]
+  (zone,), (project,) = create.values("zone"), create.values("project")
+  (printed,) = [c for c in _printed(_dry_run(
+      capsys, "--tpu_vm_name=" + name, "--zone=" + zone,
+      "--gcp_project=" + project)) if c.program == "gcloud"]
+  assert create.argv == printed.argv
   for verb in ("scp", "ssh"):
     command = _gcloud(verb)
     assert name in " ".join(command.argv[5:]), verb
     assert (command.values("zone"), command.values("project")) == (
-        zone, project), verb
-  assert TPU_JOB.values("tpu") == [name]
-  assert TPU_JOB.values("zone") == zone
-  assert TPU_JOB.values("gcp_project") == project
+        [zone], [project]), verb
 
 
-def test_recipe_2_installs_with_the_python_the_makefile_asks_for():
-  (make,) = [c for c in doc_blocks.commands(doc_blocks.read_blocks([README]))
-             if c.program == "make" and "install" in c.argv]
-  (python,) = [a.split("=", 1)[1] for a in make.argv if
-               a.startswith("PYTHON=")]
-  with open(os.path.join(conftest.REPO, "Makefile")) as f:
-    makefile = f.read()
-  assert re.search(r"^PYTHON \?= %s$" % re.escape(python), makefile, re.M)
-  (apt,) = [c for c in doc_blocks.commands(doc_blocks.read_blocks([README]))
-            if c.program == "sudo"]
-  assert python in apt.argv and python + "-venv" in apt.argv
+def test_recipe_2_copies_the_tracked_files_only():
+  """No .venv (3 GB), no runs/: `git archive` of the commit, then scp."""
+  (archive,) = [c for c in doc_blocks.commands(doc_blocks.read_blocks(
+      [README])) if c.program == "git" and c.argv[1] == "archive"]
+  (tarball,) = archive.values("o") or [
+      archive.argv[archive.argv.index("-o") + 1]]
+  assert archive.argv[-1] == "HEAD"
+  scp = _gcloud("scp")
+  assert tarball in scp.argv and "--recurse" not in scp.argv
+
+
+def _install_block():
+  return doc_blocks.find_block(README, "sh", "--system-site-packages")
+
+
+def test_recipe_2_installs_over_the_images_tensorflow():
+  lines = [l for l in _install_block().text.splitlines() if l.strip()]
+  assert "python3 -m venv --system-site-packages .venv-tpu" in lines
+  installs = [l for l in lines if " install " in l and "pip" in l]
+  assert installs == [
+      ".venv-tpu/bin/pip install -q --no-deps -r requirements-tpu-vm.lock",
+      ".venv-tpu/bin/pip install -q --no-deps ."]
+  # The image's Python is 3.10: Ubuntu's venv module for it.
+  assert "sudo apt-get install -y python3.10-venv" in lines
+  assert TPU_JOB.argv[0] == ".venv-tpu/bin/mtf-synthesizer-tpu-job"
+
+
+def test_the_tpu_vm_lock_leaves_tensorflow_to_the_image():
+  """Neither TensorFlow nor what it brings, nor torch, is in the lock."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  def name(requirement):
+    return re.split(r"[ ;<>=!~\[(]", requirement, 1)[0].lower().replace(
+        "_", "-")
+  with open(os.path.join(conftest.REPO, "requirements-tpu-vm.lock")) as f:
+    pinned = {name(l) for l in f if l.strip() and not l.startswith("#")}
+  brought = {name(r) for r in metadata.requires("tensorflow")
+             if "extra ==" not in r}
+  assert "numpy" in brought and "protobuf" in brought
+  assert not pinned & (brought | {"tensorflow", "torch"}), pinned & brought
+  for needed in ("mesh-tensorflow", "t5", "tensorflow-text", "gin-config",
+                 "seqio-nightly", "tfds-nightly"):
+    assert needed in pinned
 
 
 def test_recipe_2_pretrains_on_c4_with_names_the_cli_knows(capsys):

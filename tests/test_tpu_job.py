@@ -41,7 +41,8 @@ _T5_GIN = os.path.join(os.path.dirname(importlib.util.find_spec("t5").origin),
 _SYNTH_GIN = os.path.join(_ROOT, "gin")
 
 _BASE_ARGS = ["--dry_run", "--tpu=synth-tpu", "--zone=europe-west4-a",
-              "--gcp_project=proj-1", "--bucket=gs://bkt/exp"]
+              "--gcp_project=proj-1", "--tpu_vm_name=synth-tpu",
+              "--bucket=gs://bkt/exp"]
 
 
 def _forbid_network(monkeypatch):

@@ -2,9 +2,8 @@
 # Licensed under the Apache License, Version 2.0.
 r"""Runs the Synthesizer paper's experiments as Cloud TPU batch jobs.
 
-  python tools/tpu_job.py --dry_run --tpu=synth-v3 --zone=europe-west4-a \
-    --gcp_project=my-project --bucket=gs://my-bucket --tpu_topology=2x2 \
-    --variant=random_vanilla --model_size=base --stage=all
+  python tools/tpu_job.py --dry_run --bucket=gs://my-bucket \
+    --tpu_topology=v3-8 --variant=random_vanilla --model_size=base --stage=all
 
 The checkout's copy of the installed command `mtf-synthesizer-tpu-job`
 (`mtf_synthesizer/commands/tpu_job.py`, which says more: the stages, the

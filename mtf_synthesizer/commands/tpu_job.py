@@ -4,11 +4,16 @@ r"""Runs the Synthesizer paper's experiments as Cloud TPU batch jobs.
 
 Composes `t5_mesh_transformer` command lines (the stock T5 CLI, with
 `--module_import=mtf_synthesizer --module_import=t5_tasks`) for the stages
-of one experiment, and runs them one after the other, streaming their output
-and stopping at the first failure; a SIGTERM kills the command in progress
-and ends the tool (status 143). With --dry_run it only prints them, with
-the gcloud command that creates the TPU and the TensorBoard command; nothing
-touches the network.
+of one experiment, and runs them one after the other on the TPU VM it runs
+on (`--tpu=local`, the default), streaming their output and stopping at the
+first failure; a SIGTERM kills the command in progress and ends the tool
+(status 143). The commands start the stock CLI installed beside the tool's
+own interpreter, whatever PATH holds. Before the first, the Cloud TPU
+preflight (`mtf_synthesizer/stock_cli/tpu_checks.py`) checks that this
+TensorFlow and machine can drive the TPU, and exits with status 2 and one
+line when they cannot. With --dry_run it only prints the commands, with
+the gcloud command that creates the TPU VM and the TensorBoard command;
+nothing touches the network.
 
 Each experiment is a gin file in gin/experiments/ (task,
 lengths, steps, learning rate, model type), used after the T5 model file of
@@ -33,15 +38,14 @@ The commands are composed by `mtf_synthesizer.jobs.cloud_tpu`. Installed as
 `mtf-synthesizer-tpu-job` (also `python -m mtf_synthesizer.commands.tpu_job`;
 in a checkout, `python tools/tpu_job.py` runs the working tree's).
 
-Example (the paper's Table 4-6 setting):
-  mtf-synthesizer-tpu-job --dry_run --tpu=synth-v3 --zone=europe-west4-a \
-    --gcp_project=my-project --bucket=gs://my-bucket --tpu_topology=2x2 \
-    --variant=random_vanilla --model_size=base --stage=all
+Example (the paper's Table 4-6 setting, on a v3-8 TPU VM):
+  mtf-synthesizer-tpu-job --dry_run --bucket=gs://my-bucket \
+    --tpu_topology=v3-8 --variant=random_vanilla --model_size=base \
+    --stage=all
 
 Linformer in Table 7 (binds the paper's LinformerAttention.k = 32):
-  mtf-synthesizer-tpu-job --dry_run --tpu=synth-v3 --zone=europe-west4-a \
-    --gcp_project=my-project --bucket=gs://my-bucket --tpu_topology=2x2 \
-    --baseline=linformer --experiment=ag_news --stage=all
+  mtf-synthesizer-tpu-job --dry_run --bucket=gs://my-bucket \
+    --tpu_topology=v3-8 --baseline=linformer --experiment=ag_news --stage=all
 """
 
 import argparse
@@ -51,6 +55,7 @@ from typing import Optional, Sequence
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import cloud_tpu
 from mtf_synthesizer.jobs import mesh_defaults
+from mtf_synthesizer.stock_cli import tpu_checks
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -59,9 +64,19 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
       prog="mtf-synthesizer-tpu-job",
       description=__doc__.split("\n\n")[0],
       formatter_class=argparse.RawDescriptionHelpFormatter)
-  p.add_argument("--tpu", required=True, help="TPU name")
-  p.add_argument("--zone", required=True, help="e.g. europe-west4-a")
-  p.add_argument("--gcp_project", required=True)
+  p.add_argument("--tpu", default=tpu_checks.LOCAL,
+                 help="the TPU the stock CLI drives: 'local' (default), the "
+                 "TPU of the TPU VM this runs on; a name only for a TPU "
+                 "Node driven from another machine (not supported)")
+  p.add_argument("--zone", default=None,
+                 help="e.g. europe-west4-a: the printed gcloud command's, "
+                 "and --tpu_zone for a TPU name")
+  p.add_argument("--gcp_project", default=None,
+                 help="the printed gcloud command's, and the CLI's "
+                 "--gcp_project for a TPU name")
+  p.add_argument("--tpu_vm_name", default=None,
+                 help="the TPU VM's name in the printed gcloud command "
+                 "(default: synth-<accelerator type>)")
   p.add_argument("--bucket", required=True, help="gs://bucket[/prefix]")
   p.add_argument("--tpu_topology", default="v3-8",
                  help="'v3-8', 'v3-32', or a chip grid such as '2x2'")
@@ -91,8 +106,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                  default=cloud_tpu.DEFAULT_FINETUNE_STEPS)
   p.add_argument("--gin_param", action="append", default=[],
                  help="extra gin binding for every command (repeatable)")
-  p.add_argument("--create_tpu", action="store_true",
-                 help="also run the gcloud command that creates the TPU")
   p.add_argument("--dry_run", action="store_true",
                  help="print the commands, run nothing")
   return p.parse_args(argv)
@@ -104,7 +117,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     job = cloud_tpu.Job(
         tpu=args.tpu, zone=args.zone, gcp_project=args.gcp_project,
-        bucket=args.bucket, tpu_topology=args.tpu_topology,
+        tpu_vm_name=args.tpu_vm_name, bucket=args.bucket, tpu_topology=args.tpu_topology,
         variant=None if args.baseline else args.variant,
         baseline=args.baseline, model_size=args.model_size,
         experiment=args.experiment, t5_version=args.t5_version,
@@ -118,10 +131,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.dry_run:
     print(job.dry_run_text(args.stage))
     return 0
-  commands = job.commands(args.stage)
-  if args.create_tpu:
-    commands = [job.create_tpu_command()] + commands
-  return cloud_tpu.run_commands(commands)
+  try:
+    tpu_checks.check(job.tpu, job.tpu_topology)
+  except tpu_checks.TpuPreflightError as e:
+    print("mtf-synthesizer-tpu-job: error: %s" % e, file=sys.stderr)
+    return 2
+  return cloud_tpu.run_commands(job.commands(args.stage))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import mesh_defaults
 from mtf_synthesizer.jobs import runner
+from mtf_synthesizer.stock_cli import tpu_checks
 
 STAGES = ("pretrain", "finetune", "eval")
 
@@ -262,14 +263,19 @@ def describe_attention(attention: attentions.Attention) -> str:
 class Job:
   """The settings of one run of tools/tpu_job.py (see its flags).
 
-  Its attention is `variant` or `baseline`: exactly one is set.
+  Its attention is `variant` or `baseline`: exactly one is set. `tpu` is
+  what the stock CLI drives: `local`, the TPU of the TPU VM the job runs on
+  (`stock_cli/tpu_checks.py`). `zone` and `gcp_project` name where the TPU
+  VM is created (the printed `gcloud` command), and are handed to the CLI
+  only with a TPU's name, which is looked up in them.
   """
-  tpu: str
-  zone: str
-  gcp_project: str
   bucket: str
   tpu_topology: str
   model_size: str
+  tpu: str = "local"
+  zone: Optional[str] = None
+  gcp_project: Optional[str] = None
+  tpu_vm_name: Optional[str] = None
   variant: Optional[str] = None
   baseline: Optional[str] = None
   experiment: str = "c4_glue_superglue"
@@ -367,9 +373,13 @@ class Job:
         self.model_parallelism,
         "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
     ]
+    # A TPU's name is looked up in the zone and project; `local` is not.
+    named = self.tpu != tpu_checks.LOCAL
     return commands.tpu(
-        model_dir, tpu_name=self.tpu, gcp_project=self.gcp_project,
-        zone=self.zone, tfds_data_dir=self.bucket + "/tensorflow_datasets",
+        model_dir, tpu_name=self.tpu,
+        gcp_project=self.gcp_project if named else None,
+        zone=self.zone if named else None,
+        tfds_data_dir=self.bucket + "/tensorflow_datasets",
         gin_files=gin_files,
         gin_params=(list(gin_params) + mesh + self.attention_gin_params() +
                     list(self.extra_gin_params)))
@@ -457,10 +467,17 @@ class Job:
     raise ValueError("Unknown stage %r" % stage)
 
   def create_tpu_command(self) -> List[str]:
+    """The `gcloud` command that creates the TPU VM the job runs on.
+
+    Returns:
+      Its argv; the zone and project are shell variables where not given.
+    """
     accel = accelerator_type(self.tpu_topology, self.tpu_version)
     multi_host = mesh_defaults.num_cores(self.tpu_topology) > 8
-    return ["gcloud", "compute", "tpus", "tpu-vm", "create", self.tpu,
-            "--zone=%s" % self.zone, "--project=%s" % self.gcp_project,
+    name = self.tpu_vm_name or "synth-" + accel
+    return ["gcloud", "compute", "tpus", "tpu-vm", "create", name,
+            "--zone=%s" % (self.zone or "${ZONE}"),
+            "--project=%s" % (self.gcp_project or "${PROJECT}"),
             "--accelerator-type=%s" % accel,
             "--version=%s" % (TPU_SOFTWARE % ("pod-" if multi_host else ""))]
 
@@ -481,7 +498,7 @@ class Job:
              (self.experiment, self.exp.paper,
               describe_attention(self.attention), self.t5_version,
               self.model_size, self.mesh_shape),
-             "# create the TPU:",
+             "# create the TPU VM (then run this tool on it, --tpu=local):",
              commands.format_command(self.create_tpu_command()),
              "# watch training:",
              commands.format_command(self.tensorboard_command())]
@@ -489,6 +506,27 @@ class Job:
       lines.append("# step %d of %d" % (i + 1, len(stage_commands)))
       lines.append(commands.format_command(command))
     return "\n".join(lines)
+
+
+def beside_interpreter(
+    command: Union[commands.Command, Sequence[str]]
+) -> Union[commands.Command, Sequence[str]]:
+  """The command with the stock CLI of this interpreter's environment.
+
+  A job's commands name the CLI bare (`commands.CLI_NAME`, as printed);
+  run, they start the one installed beside `sys.executable`, whatever PATH
+  holds (a virtualenv's `bin/` is on PATH only when it is activated).
+
+  Args:
+    command: a Command or an argv list.
+
+  Returns:
+    The command, its program the CLI's path where it named the CLI bare.
+  """
+  if (isinstance(command, commands.Command)
+      and command.program == commands.CLI_NAME):
+    return dataclasses.replace(command, program=commands.cli_path())
+  return command
 
 
 def run_commands(
@@ -513,6 +551,7 @@ def run_commands(
 
   with runner.sigterm_raises_stopped():
     for command in to_run:
+      command = beside_interpreter(command)
       print("+ " + commands.format_command(command), flush=True)
       try:
         status = runner.run(command, on_line=echo).returncode
@@ -583,8 +622,7 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
   lines = []
   for experiment in TABLE_EXPERIMENTS[table]:
     for attention in _table_attentions(table, variant_names, baseline_names):
-      job = Job(tpu="${TPU}", zone="${ZONE}", gcp_project="${PROJECT}",
-                bucket="gs://${BUCKET}", tpu_topology=tpu_topology,
+      job = Job(bucket="gs://${BUCKET}", tpu_topology=tpu_topology,
                 model_size=model_size, experiment=experiment, **attention)
       lines.append("# %s, %s" % (job.exp.paper,
                                  describe_attention(job.attention)))

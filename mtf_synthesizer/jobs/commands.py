@@ -351,27 +351,35 @@ def export_predict(model_dir: str, export_dir: str, *,
                  flags=flags, env=env or {})
 
 
-def tpu(model_dir: str, *, tpu_name: str, gcp_project: str, zone: str,
-        tfds_data_dir: str, gin_files: Sequence[str],
-        gin_params: Sequence[str]) -> Command:
+def tpu(model_dir: str, *, tpu_name: str, tfds_data_dir: str,
+        gin_files: Sequence[str], gin_params: Sequence[str],
+        gcp_project: Optional[str] = None,
+        zone: Optional[str] = None) -> Command:
   """The Cloud TPU form: the bare CLI name and the TPU flags.
+
+  The bare name is what the command prints; `cloud_tpu.run_commands` runs
+  the CLI beside its own interpreter (`cli_path()`).
 
   Args:
     model_dir: the model directory (gs://).
-    tpu_name: `--tpu`.
-    gcp_project: `--gcp_project`.
-    zone: `--tpu_zone`.
+    tpu_name: `--tpu` (`local` on the TPU VM itself).
     tfds_data_dir: `--t5_tfds_data_dir`.
     gin_files: the gin files, in order.
     gin_params: the bindings, in order.
+    gcp_project: `--gcp_project`, if given.
+    zone: `--tpu_zone`, if given.
 
   Returns:
     The Command.
   """
-  return Command(
-      model_dir, gin_files, gin_params, program=CLI_NAME,
-      flags=["--tpu=%s" % tpu_name, "--gcp_project=%s" % gcp_project,
-             "--tpu_zone=%s" % zone, "--t5_tfds_data_dir=%s" % tfds_data_dir])
+  flags = ["--tpu=%s" % tpu_name]
+  if gcp_project:
+    flags.append("--gcp_project=%s" % gcp_project)
+  if zone:
+    flags.append("--tpu_zone=%s" % zone)
+  flags.append("--t5_tfds_data_dir=%s" % tfds_data_dir)
+  return Command(model_dir, gin_files, gin_params, program=CLI_NAME,
+                 flags=flags)
 
 
 # --- event files --------------------------------------------------------------
