@@ -7,6 +7,8 @@
     mtf_synthesizer`, in the stock CLI only;
   * `checks`: the CLI's flags and `--gin_file=synthesizer/...` checked
     before TensorFlow or gin would fail on them;
+  * `tpu_checks`: the Cloud TPU preflight, with `--tpu` (also run by
+    `mtf-synthesizer-tpu-job`);
   * `cpu_devices`: `MTF_SYNTH_CPU_DEVICES=N`, N logical CPU devices for
     the CLI's sessions (a mesh layout on one machine);
   * `settings`: named edits of the estimator's default session config;
