@@ -225,6 +225,12 @@ def test_recipe_2_creates_the_tpu_the_job_would_create(capsys):
       capsys, "--tpu_vm_name=" + name, "--zone=" + zone,
       "--gcp_project=" + project)) if c.program == "gcloud"]
   assert create.argv == printed.argv
+  # The topology the jobs bind is the VM's accelerator type.
+  accelerator = create.values("accelerator-type")
+  assert TPU_JOB.values("tpu_topology") == accelerator
+  for command in (RECIPE_1, RECIPE_1_EVAL):
+    assert [_binding(command, "utils.tpu_mesh_shape.tpu_topology").strip(
+        "'")] == accelerator
   for verb in ("scp", "ssh"):
     command = _gcloud(verb)
     assert name in " ".join(command.argv[5:]), verb
