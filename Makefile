@@ -63,8 +63,13 @@ install: $(STAMP) $(UPSTREAM_STAMP)
 	@$(VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location" || true
 	@rm -rf build *.egg-info
 
+# The TPU programs' modules run in the TPU VM leg only (`make test-tpu-vm`,
+# .ci/tpu_vm_leg.py), on the stack a TPU VM has; CI runs both legs.
+TPU_VM_ONLY := test_xla.py test_tpu_mesh.py test_tpu_model_fn.py
+
 test: install
-	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) $(PYTEST_ARGS) .
+	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) \
+	  $(addprefix --ignore=,$(TPU_VM_ONLY)) $(PYTEST_ARGS) .
 
 # README's TPU VM installation on CPython 3.10 over PyPI's tensorflow==2.15.0
 # (the image's stand-in, in .tpu-vm/), and the mesh side's tests in it

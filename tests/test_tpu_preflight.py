@@ -14,6 +14,7 @@ the first check.
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -194,3 +195,19 @@ def test_the_job_runs_the_cli_beside_its_interpreter():
   assert ran.argv()[0] == ran.program and "--tpu=local" in ran.argv()
   # An argv list is left as it is.
   assert cloud_tpu.beside_interpreter(["gcloud", "x"]) == ["gcloud", "x"]
+
+
+def test_the_two_legs_run_every_module():
+  """What `make test` leaves to the TPU VM leg, that leg runs."""
+  with open(os.path.join(conftest.REPO, "Makefile")) as f:
+    (only,) = re.findall(r"^TPU_VM_ONLY := (.*)$", f.read(), re.M)
+  with open(os.path.join(conftest.REPO, ".ci", "tpu_vm_leg.py")) as f:
+    leg = f.read()
+  (listed,) = re.findall(r"TEST_MODULES = \((.*?)\n\)", leg, re.S)
+  leg_modules = re.findall(r'"(test_\w+\.py)"', listed)
+  assert only.split() and set(only.split()) <= set(leg_modules)
+  for module in leg_modules:
+    assert os.path.isfile(os.path.join(conftest.REPO, "tests", module))
+  with open(os.path.join(conftest.REPO, ".ci", "run")) as f:
+    ci = f.read()
+  assert "make test\n" in ci and "make test-tpu-vm\n" in ci
