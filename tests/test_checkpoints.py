@@ -5,7 +5,6 @@
 import inspect
 import logging
 import os
-import re
 
 import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
@@ -523,34 +522,10 @@ def test_mesh_still_takes_what_the_mapping_relies_on():
   assert "scaffold" not in source.split("ModeKeys.TRAIN")[-1].lower()
 
 
-# The one documented exception (docs/architecture.md): the opt-in
-# deterministic training gives mesh's Estimator a seeded RunConfig and a
-# hook, on that Estimator object alone.
-DOCUMENTED_EXCEPTION = os.path.join("training", "determinism.py")
-
-
-def test_the_package_reads_no_frames_and_patches_nothing():
-  package = os.path.dirname(os.path.dirname(checkpoints.__file__))
-  patched = re.compile(r"^\s*(tf|mtf|mtf_utils|gin)\.[\w.]+\s*=[^=]|"
-                       r"^\s*estimator\.[\w.]+\s*=[^=]|"
-                       r"\._initializer_op\s*=|currentframe|_getframe|"
-                       r"meta_path", re.M)
-  found = {}
-  for folder, _, files in os.walk(package):
-    for name in files:
-      if name.endswith(".py"):
-        path = os.path.join(folder, name)
-        with open(path) as f:
-          matches = [m.group(0).strip() for m in patched.finditer(f.read())]
-        if matches:
-          found[os.path.relpath(path, package)] = matches
-  assert found == {DOCUMENTED_EXCEPTION: [
-      "estimator.train =", "estimator._config ="]}, found
-
-
 def test_the_documented_exception_still_holds():
   """Fails when TF's Estimator no longer keeps its RunConfig where the
-  deterministic training replaces it."""
+  deterministic training replaces it (docs/architecture.md's list of
+  changes to other libraries; tests/test_foreign_changes.py)."""
   estimator = tf.estimator.Estimator(model_fn=lambda features, labels: None)
   assert estimator.config.tf_random_seed is None
   estimator._config = estimator.config.replace(tf_random_seed=7)  # pylint: disable=protected-access
