@@ -24,7 +24,7 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
     released T5.1.0 checkpoints (mesh's legacy LayerStack) hold
     `.../layer_NNN/layer_norm/scale` and `encoder/final_layer_norm/scale`.
     Every released family restores without a remapping by hand
-    (docs/checkpoints.md lists them).
+    (docs/finetuning.md lists them).
   * Synthesizer-only variables (random/R, dense/w1, mixture/alpha_logits, ...
     and their slots) that are in neither form start fresh by design, and so
     do the optimizer slots when the checkpoint holds none (released
