@@ -130,3 +130,15 @@ def test_the_reproductions_figures_are_copied_nowhere(doc):
   copies = [l for l in generated if l in text]
   assert not copies, "%s copies %s's rows (link to it): %s" % (
       doc, REPRODUCTION, copies[:3])
+
+
+def test_the_reproduction_page_is_its_results_file_rendered(tmp_path):
+  """docs/reproduction_results.md's tables are what the tool writes from
+  docs/reproduction_results.json, committed beside it."""
+  results = os.path.join(conftest.REPO, "docs", "reproduction_results.json")
+  assert conftest.run_tool("reproduce.py", [
+      "--output_dir", str(tmp_path), "--results", results,
+      "--report_only"]) == 0
+  generated = (tmp_path / "results.md").read_text()
+  assert "presence" in generated and "neither label" in generated
+  assert _read(REPRODUCTION).endswith("\n\n" + generated)
