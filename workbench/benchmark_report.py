@@ -187,6 +187,44 @@ def _slowest(block: Dict) -> List[str]:
   return lines + [""]
 
 
+def groups_note(block: Dict) -> str:
+  """What a block timed in several memory groups compares each model with.
+
+  V runs in every group's rounds; its row is the median over all of them,
+  and each other model's ratios are to V in its own group's rounds. The
+  note gives V's median time in each group, the figure each ratio comes
+  from, and says why the groups' figures differ.
+
+  Args:
+    block: a block of the results file, with `groups` and `rounds`.
+
+  Returns:
+    A paragraph; "" for a block of one group.
+  """
+  groups = block.get("groups") or []
+  if len(groups) <= 1:
+    return ""
+  rounds = block.get("rounds") or 0
+  v_rounds = block["results"].get(V, {}).get("step_s_rounds") or []
+  per_group = ""
+  if rounds and len(v_rounds) == rounds * len(groups):
+    medians = []
+    for index, group in enumerate(groups):
+      times = sorted(v_rounds[index * rounds:(index + 1) * rounds])
+      middle = len(times) // 2
+      median = (times[middle] if len(times) % 2
+                else (times[middle - 1] + times[middle]) / 2)
+      medians.append("%.0f ms beside %s" % (1000 * median, ", ".join(group)))
+    per_group = " V's median step time in each group: %s." % "; ".join(
+        medians)
+  return ("V's row is its median over every group's rounds; each other "
+          "model's ratios are to V in its own group's rounds and process, "
+          "so a ratio need not be V's ms/step over the model's. V's step "
+          "time differs between the groups' processes (what else a process "
+          "holds changes TF's allocator pool), so ratios from different "
+          "groups are not strictly comparable.%s" % per_group)
+
+
 def _optimizer_label(name: str) -> str:
   """The optimizer class of a report (reports before the key: mesh's)."""
   optimizer = benchmarking.OPTIMIZERS[name]
@@ -232,7 +270,8 @@ def markdown(report: Dict) -> str:
       lines += ["Timed in %d memory groups, each in rounds with V (memory "
                 "budget %s): %s." % (
                     len(groups), budget,
-                    "; ".join(", ".join(g) for g in groups)), ""]
+                    "; ".join(", ".join(g) for g in groups)), "",
+                groups_note(block), ""]
     if block.get("timed_apart"):
       lines += ["Timed apart from V, each in a process of its own after "
                 "V's groups (each fits in the memory budget, %s, alone but "
