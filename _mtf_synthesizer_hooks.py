@@ -8,6 +8,14 @@ imports mesh_tensorflow, which happens before `--module_import` is read. It
 only registers an import hook: nothing heavy is imported until the modules it
 guards are.
 
+Why at start-up: `t5_mesh_transformer` imports `t5.models` and with it
+mesh_tensorflow when its own module is imported, before it parses
+`--module_import`; with TF 2.15 and mesh 0.1.21 that import fails without
+the first fix below, and without torch `t5.models` fails without the second.
+Nothing the package does after `--module_import` could act in time, so the
+stock CLI needs this hook; every change it makes is listed in
+docs/architecture.md ("What the package changes in other libraries").
+
 Two fixes, each applied only when needed, and one entry point:
   * TensorFlow >= 2.13 moved `register_tensor_conversion_function` out of
     `tensorflow.python.framework.ops`; mesh_tensorflow 0.1.21 still calls it
@@ -65,8 +73,10 @@ class _HfModelStandIn(importlib.abc.Loader):
         del args, kwargs
         raise ImportError(
             "t5.models.HfPyTorchModel is not available here: it needs torch "
-            "(pip install 'mtf_synthesizer[torch]'), and the stock CLI "
-            "never loads it. mtf_synthesizer uses the Mesh TensorFlow model "
+            "(pip install torch; this package installs from a checkout "
+            "with pip install --no-deps ., since t5's declared dependencies "
+            "would pull tensorflow-datasets beside tfds-nightly), and the "
+            "stock CLI never loads it. mtf_synthesizer uses the Mesh TensorFlow model "
             "(MtfModel); tools/export_hf.py takes a trained model to "
             "PyTorch.")
     module.HfPyTorchModel = HfPyTorchModel

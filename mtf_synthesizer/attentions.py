@@ -51,7 +51,7 @@ class Attention:
       keys, in the gin file's order; empty otherwise.
     equation: a variant's equation numbers in the paper ("" for the dot
       product and for the others).
-    in_paper: one of the paper's variants; the README's variant table lists
+    in_paper: one of the paper's variants; docs/variants.md's table lists
       exactly these (a test checks it). Extensions set False.
     reference: a baseline's defining paper.
     paper_tables: the tables of the Synthesizer paper that report it (the

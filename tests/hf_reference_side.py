@@ -6,7 +6,7 @@
 
 Runs where TensorFlow, mesh, gin and this package cannot be imported: the
 modeling code is loaded as `transformers` loads an export (its two files in
-a package of their own) and `mtf_synthesizer/reference.py` by its path (it
+a package of their own) and `mtf_synthesizer/core/reference.py` by its path (it
 imports NumPy only). CASES.json lists compositions (lists of synthesizing
 function names). For each, with random weights, RESULT.json gets the
 largest difference between:

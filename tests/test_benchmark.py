@@ -241,6 +241,18 @@ def test_run_block_skips_what_does_not_fit_without_building():
   assert "| **no** | not run: " in text, text
 
 
+def test_a_block_of_several_groups_gives_v_in_each_group():
+  """Each ratio sits beside the figure it comes from: the reference's time
+  in the model's own group, not its row."""
+  block = {"groups": [["R"], ["D", "FD"]], "rounds": 2, "results": {
+      V: {"step_s_rounds": [6.0, 7.0, 3.0, 3.0]}}}
+  note = benchmark_report.groups_note(block)
+  assert ("%s's median step time in each group: 6500 ms beside R; 3000 ms "
+          "beside D, FD." % V) in note
+  assert "not strictly comparable" in note
+  assert benchmark_report.groups_note({"groups": [["R"]], "results": {}}) == ""
+
+
 def _entry(**values):
   entry = {"family": "ours"}
   entry.update(values)

@@ -1,11 +1,11 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Name mapping from T5 (t5_attention) or Synthesizer checkpoints."""
+"""Starting from T5 (t5_attention) or Synthesizer checkpoints: the name
+mapping and the restore step (`checkpoints/from_t5.py`)."""
 
 import inspect
 import logging
 import os
-import re
 
 import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
@@ -99,11 +99,72 @@ def _graph(shapes, dtype=tf.float32, resource=None):
 
 
 def _map_all(graph, checkpoint, **kwargs):
-  """Asks for every variable, as mesh does; returns graph -> ckpt names."""
+  """Asks the restore step, then the mapping, about every variable, as mesh
+  does (with init_from_t5.gin); returns graph -> ckpt names."""
   with graph.as_default():
-    return {v.op.name: checkpoints.vanilla_to_synthesizer(
-        v.op.name, checkpoint=checkpoint, **kwargs)
-            for v in tf.global_variables()}
+    names = [v.op.name for v in tf.global_variables()]
+    for name in names:
+      checkpoints.restore_with_casts(name, checkpoint=checkpoint, **kwargs)
+    return {name: checkpoints.vanilla_to_synthesizer(
+        name, checkpoint=checkpoint) for name in names}
+
+
+def _collections(graph):
+  """Every collection of a graph, by key, and its number of operations."""
+  return ({key: list(graph.get_collection(key))
+           for key in graph.get_all_collection_keys()},
+          len(graph.get_operations()))
+
+
+def test_the_mapping_is_a_pure_mapping(t5_attention_ckpt):
+  """Asked twice, in any order, it answers the same and changes no graph
+  collection (nor adds an op)."""
+  graph = _graph(GRAPH)
+  with graph.as_default():
+    names = [v.op.name for v in tf.global_variables()]
+    before = _collections(graph)
+    first = {n: checkpoints.vanilla_to_synthesizer(
+        n, checkpoint=t5_attention_ckpt) for n in names}
+    second = {n: checkpoints.vanilla_to_synthesizer(
+        n, checkpoint=t5_attention_ckpt) for n in reversed(names)}
+    assert _collections(graph) == before
+    assert not tf.get_collection(tf.GraphKeys.INIT_OP)
+  assert first == second
+  assert first[SYN + "kv"] == SELF + "v"
+  assert first[SYN + "random/R"] == SYN + "random/R"
+  # Outside any graph, the same answers.
+  with tf.Graph().as_default():
+    assert checkpoints.vanilla_to_synthesizer(
+        SYN + "kv", checkpoint=t5_attention_ckpt) == SELF + "v"
+
+
+def test_the_restore_step_sets_the_init_op_once(t5_attention_ckpt):
+  graph = _graph(GRAPH)
+  with graph.as_default():
+    for _ in range(2):
+      assert checkpoints.restore_with_casts(
+          SYN + "q", checkpoint=t5_attention_ckpt) is True
+    ops = tf.get_collection(tf.GraphKeys.INIT_OP)
+    assert len(ops) == 1
+    count = len(graph.get_operations())
+    checkpoints.restore_with_casts(SYN + "kv", checkpoint=t5_attention_ckpt)
+    assert tf.get_collection(tf.GraphKeys.INIT_OP) == ops
+    assert len(graph.get_operations()) == count
+
+
+def test_the_restore_step_passes_a_filter_on(t5_attention_ckpt, log):
+  """A filter of the user's (restore_with_casts.filter_fn): what it refuses
+  starts fresh, and mesh is told so."""
+  def refuse(name):
+    return name != "global_step"
+
+  with _graph(GRAPH).as_default():
+    assert not checkpoints.restore_with_casts(
+        "global_step", checkpoint=t5_attention_ckpt, filter_fn=refuse)
+    assert checkpoints.restore_with_casts(
+        SYN + "q", checkpoint=t5_attention_ckpt, filter_fn=refuse)
+  assert "init_from_t5: global_step is fresh (should_load_variable is " \
+      "False)" in [r.getMessage() for r in log.records]
 
 
 @pytest.fixture
@@ -297,23 +358,27 @@ def test_shape_mismatch_is_a_clear_error(tmp_path):
     tf.get_variable(ENC + "SynthesizerAttention/random/R", shape=[2, 3, 3])
     # The first question resolves the whole graph, so it already fails.
     with pytest.raises(ValueError, match=r"\[4, 8\].*shape is \[4, 6\]"):
-      checkpoints.vanilla_to_synthesizer(
+      checkpoints.restore_with_casts(
           ENC + "SynthesizerAttention/random/R", checkpoint=ckpt)
 
 
-def test_name_outside_the_graph_is_resolved_alone(t5_attention_ckpt):
+def test_a_name_in_neither_form_maps_to_its_mapped_name(t5_attention_ckpt):
+  """mesh then restores nothing into it; the restore step is what refuses a
+  graph with such a variable."""
   with tf.Graph().as_default():
     assert checkpoints.vanilla_to_synthesizer(
-        SYN + "q", checkpoint=t5_attention_ckpt) == SELF + "q"
+        SYN + "k", checkpoint=t5_attention_ckpt) == SELF + "k"
+    tf.get_variable(SYN + "k", shape=[4, 6])
     with pytest.raises(ValueError, match=SYN + "k "):
-      checkpoints.vanilla_to_synthesizer(SYN + "k",
-                                         checkpoint=t5_attention_ckpt)
+      checkpoints.restore_with_casts(SYN + "k", checkpoint=t5_attention_ckpt)
 
 
 def test_without_a_checkpoint_is_an_error():
   with tf.Graph().as_default():
     with pytest.raises(ValueError, match="no checkpoint"):
       checkpoints.vanilla_to_synthesizer(SYN + "q")
+    with pytest.raises(ValueError, match="no checkpoint"):
+      checkpoints.restore_with_casts(SYN + "q")
 
 
 # ------------------------------------- restoring, with casts, then the line
@@ -334,8 +399,7 @@ def _restore_as_mesh(graph, checkpoint):
   with graph.as_default():
     names = {v.op.name for v in tf.global_variables()}
     ckpt_vars = {n for n, _ in tf.train.list_variables(checkpoint)}
-    mapping = {name: checkpoints.vanilla_to_synthesizer(
-        name, checkpoint=checkpoint) for name in sorted(names)}
+    mapping = _map_all(graph, checkpoint)
     tf.train.init_from_checkpoint(
         checkpoint, {mapping[n]: n for n in names if mapping[n] in ckpt_vars})
     with tf.Session() as sess:
@@ -407,8 +471,7 @@ def test_no_summary_line_when_the_restore_fails(tmp_path, capfd):
   graph = _graph(GRAPH, tf.bfloat16, False)
   with graph.as_default():
     names = sorted(v.op.name for v in tf.global_variables())
-    mapping = {n: checkpoints.vanilla_to_synthesizer(n, checkpoint=ckpt)
-               for n in names}
+    mapping = _map_all(graph, ckpt)
     tf.train.init_from_checkpoint(ckpt, {mapping[n]: n for n in names
                                          if not checkpoints.is_synthesizer_only(
                                              n)})
@@ -426,7 +489,7 @@ def test_integer_dtype_mismatch_is_a_clear_error(tmp_path):
   with tf.Graph().as_default():
     tf.get_variable(SYN + "q", shape=[4, 6])
     with pytest.raises(ValueError, match=r"\(float32\).*stored as int32"):
-      checkpoints.vanilla_to_synthesizer(SYN + "q", checkpoint=ckpt)
+      checkpoints.restore_with_casts(SYN + "q", checkpoint=ckpt)
 
 
 # ------------------------------------------- what mesh gives the mapping
@@ -452,6 +515,7 @@ def test_the_checkpoint_and_filter_come_from_gin(t5_attention_ckpt, log,
   with _graph(GRAPH).as_default():
     names = sorted(v.op.name for v in tf.global_variables())
     for name in names:
+      checkpoints.restore_with_casts(name)
       checkpoints.vanilla_to_synthesizer(name)
   assert _plan(log).startswith("init_from_t5: restoring 3 from %s, 6 fresh"
                                % t5_attention_ckpt)
@@ -469,6 +533,7 @@ def test_the_bound_checkpoint_wins_over_the_clis(t5_attention_ckpt, tmp_path,
     gin.bind_parameter(checkpoints.MAPPING + ".checkpoint",
                        t5_attention_ckpt)
   with _graph(GRAPH).as_default():
+    checkpoints.restore_with_casts(SYN + "q")
     assert checkpoints.vanilla_to_synthesizer(SYN + "q") == SELF + "q"
   assert t5_attention_ckpt in _plan(log)
 
@@ -497,8 +562,7 @@ def test_another_init_op_is_refused(t5_attention_ckpt):
   with _graph(GRAPH).as_default():
     tf.add_to_collection(tf.GraphKeys.INIT_OP, tf.no_op(name="someone"))
     with pytest.raises(ValueError, match="someone"):
-      checkpoints.vanilla_to_synthesizer(SYN + "q",
-                                         checkpoint=t5_attention_ckpt)
+      checkpoints.restore_with_casts(SYN + "q", checkpoint=t5_attention_ckpt)
 
 
 def test_a_second_checkpoint_replaces_the_init_op(t5_attention_ckpt,
@@ -506,15 +570,19 @@ def test_a_second_checkpoint_replaces_the_init_op(t5_attention_ckpt,
   other = _save(os.path.join(tmp_path, "other", "model.ckpt"), T5_ATTENTION)
   with _graph(GRAPH).as_default():
     for ckpt in (t5_attention_ckpt, other):
-      checkpoints.vanilla_to_synthesizer(SYN + "q", checkpoint=ckpt)
+      checkpoints.restore_with_casts(SYN + "q", checkpoint=ckpt)
     assert len(tf.get_collection(tf.GraphKeys.INIT_OP)) == 1
 
 
 def test_mesh_still_takes_what_the_mapping_relies_on():
-  """Fails when mesh changes how it restores: the filter only from gin, the
-  checkpoint's names from the mapping, TF's restore with them."""
+  """Fails when mesh changes how it restores: the filter asked first, the
+  variable filter only from gin, the checkpoint's names from the mapping,
+  TF's restore with them."""
   source = inspect.getsource(mtf_utils.tpu_estimator_model_fn)
   assert "init_checkpoint_variable_mapping(v)" in source
+  # The restore step (a should_load_variable filter) is asked first.
+  assert source.index("should_load_variable(v)") < source.index(
+      "init_checkpoint_variable_mapping(v)")
   assert "tf.train.init_from_checkpoint(" in source
   assert "init_variable_filter" in inspect.signature(
       mtf_utils.tpu_estimator_model_fn).parameters
@@ -523,34 +591,10 @@ def test_mesh_still_takes_what_the_mapping_relies_on():
   assert "scaffold" not in source.split("ModeKeys.TRAIN")[-1].lower()
 
 
-# The one documented exception (docs/architecture.md): the opt-in
-# deterministic training gives mesh's Estimator a seeded RunConfig and a
-# hook, on that Estimator object alone.
-DOCUMENTED_EXCEPTION = os.path.join("training", "determinism.py")
-
-
-def test_the_package_reads_no_frames_and_patches_nothing():
-  package = os.path.dirname(os.path.dirname(checkpoints.__file__))
-  patched = re.compile(r"^\s*(tf|mtf|mtf_utils|gin)\.[\w.]+\s*=[^=]|"
-                       r"^\s*estimator\.[\w.]+\s*=[^=]|"
-                       r"\._initializer_op\s*=|currentframe|_getframe|"
-                       r"meta_path", re.M)
-  found = {}
-  for folder, _, files in os.walk(package):
-    for name in files:
-      if name.endswith(".py"):
-        path = os.path.join(folder, name)
-        with open(path) as f:
-          matches = [m.group(0).strip() for m in patched.finditer(f.read())]
-        if matches:
-          found[os.path.relpath(path, package)] = matches
-  assert found == {DOCUMENTED_EXCEPTION: [
-      "estimator.train =", "estimator._config ="]}, found
-
-
 def test_the_documented_exception_still_holds():
   """Fails when TF's Estimator no longer keeps its RunConfig where the
-  deterministic training replaces it."""
+  deterministic training replaces it (docs/architecture.md's list of
+  changes to other libraries; tests/test_foreign_changes.py)."""
   estimator = tf.estimator.Estimator(model_fn=lambda features, labels: None)
   assert estimator.config.tf_random_seed is None
   estimator._config = estimator.config.replace(tf_random_seed=7)  # pylint: disable=protected-access

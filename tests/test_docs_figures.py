@@ -80,15 +80,17 @@ def _benchmark_table(prefix: str) -> List[Dict[str, str]]:
 
 
 # docs/benchmark.md's column -> the generated page's.
-REFERENCE_COLUMNS = {"speed vs V": "speed vs V", "decode vs V": "decode vs V",
-                     "step peak vs V": "peak vs V", "params": "params",
+REFERENCE_COLUMNS = {"speed vs V (mesh)": "speed vs V (mesh)",
+                     "decode vs V (mesh)": "decode vs V (mesh)",
+                     "step peak vs V (mesh)": "peak vs V (mesh)",
+                     "params": "params",
                      "GFLOP/step": "GFLOP/step", "MFU": "MFU"}
 
 
 def test_benchmarks_reference_table_is_the_generated_one():
   generated = _generated("reference 512x4")
   rows = [r for r in _benchmark_table("Reference shape 512 x 4")
-          if not r["speed vs V"].startswith("not run")]
+          if not r["speed vs V (mesh)"].startswith("not run")]
   assert rows
   for row in rows:
     for column, source in REFERENCE_COLUMNS.items():
@@ -109,7 +111,8 @@ def test_benchmarks_length_sweep_is_the_generated_one():
         continue
       speed, peak = [c.strip() for c in row[length].split("/")]
       source = generated[row["model"]]
-      assert (speed, peak) == (source["speed vs V"], source["peak vs V"]), (
+      assert (speed, peak) == (source["speed vs V (mesh)"],
+                               source["peak vs V (mesh)"]), (
           row["model"], length)
       checked += 1
   assert checked >= len(rows) * len(lengths) // 2
@@ -130,3 +133,15 @@ def test_the_reproductions_figures_are_copied_nowhere(doc):
   copies = [l for l in generated if l in text]
   assert not copies, "%s copies %s's rows (link to it): %s" % (
       doc, REPRODUCTION, copies[:3])
+
+
+def test_the_reproduction_page_is_its_results_file_rendered(tmp_path):
+  """docs/reproduction_results.md's tables are what the tool writes from
+  docs/reproduction_results.json, committed beside it."""
+  results = os.path.join(conftest.REPO, "docs", "reproduction_results.json")
+  assert conftest.run_tool("reproduce.py", [
+      "--output_dir", str(tmp_path), "--results", results,
+      "--report_only"]) == 0
+  generated = (tmp_path / "results.md").read_text()
+  assert "presence" in generated and "neither label" in generated
+  assert _read(REPRODUCTION).endswith("\n\n" + generated)

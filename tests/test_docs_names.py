@@ -242,6 +242,41 @@ def test_every_name_in_the_code_exists(doc):
       doc, "\n".join(missing))
 
 
+# Repository paths that the code's text names without holding them.
+NOT_IN_THE_CODE_CHECKOUT = {
+    # transformers' own test files, in the release's tests/ folder.
+    "tests/test_modeling_common.py", "tests/test_configuration_common.py",
+    "tests/generation/test_utils.py",
+}
+_CODE_PATH = re.compile(
+    r"\b(?:%s)/[\w./-]*\w\.(?:md|py|gin|json|lock|txt)\b" % "|".join(
+        TOP_FOLDERS))
+
+
+def code_files() -> List[str]:
+  """The repository's Python files (packages, tools, tests, workbench)."""
+  found = ["setup.py", "_mtf_synthesizer_hooks.py",
+           "_mtf_synthesizer_commands.py"]
+  for top in ("mtf_synthesizer", "t5_tasks", "tools", "tests", "workbench"):
+    for path in sorted(glob.glob(os.path.join(REPO, top, "**", "*.py"),
+                                 recursive=True)):
+      relative = os.path.relpath(path, REPO)
+      if not relative.startswith(os.path.join("tests", "transformers_tests")):
+        found.append(relative)
+  return found
+
+
+def test_the_code_names_existing_files():
+  """A docstring or comment that points to a page or a module names one."""
+  missing = []
+  for path in code_files():
+    for name in sorted(set(_CODE_PATH.findall(_read(path)))):
+      if name not in NOT_IN_THE_CODE_CHECKOUT and not os.path.exists(
+          os.path.join(REPO, name)):
+        missing.append("%s: %s" % (path, name))
+  assert not missing, "\n".join(missing)
+
+
 @pytest.mark.parametrize("doc", documents())
 def test_every_relative_link_and_anchor_exists(doc):
   problems = []

@@ -146,7 +146,7 @@ def test_missing_mapped_names_fail_with_their_names(pretrained, tmp_path):
       (synth_slot, slot)):
     assert "  %s (looked for %s or %s)" % (
         graph_name, checkpoint_name, graph_name) in proc.stderr
-  assert "mtf_synthesizer.vanilla_to_synthesizer.allow_fresh" in proc.stderr
+  assert "mtf_synthesizer.restore_with_casts.allow_fresh" in proc.stderr
   assert not tf.train.latest_checkpoint(model_dir)
 
 

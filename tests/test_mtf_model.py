@@ -89,8 +89,12 @@ def test_variant_is_applied_after_the_operative_config(plain_t5_dir,
       "SynthesizerAttention.synthesizers")] == ["Random", "DotProduct"]
   mapping = gin.query_parameter(MAPPING) if init_checkpoint else None
   if init_checkpoint:
-    # Reading a checkpoint: through init_from_t5.gin's name mapping.
+    # Reading a checkpoint: through init_from_t5.gin's name mapping and
+    # restore step.
     assert mapping.selector.endswith("vanilla_to_synthesizer")
+    assert gin.query_parameter(
+        "utils.should_load_variable.filter_fn").selector.endswith(
+            "restore_with_casts")
 
 
 def test_extra_files_then_user_bindings_win(plain_t5_dir):

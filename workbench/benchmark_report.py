@@ -77,7 +77,7 @@ def _ratio_checks(blocks: Dict, kind: str, target: Dict) -> List[Dict]:
       entry = block_results.get(model)
       if entry is None:
         continue  # not part of this run (e.g. --variants)
-      label = "%s %s %s %.2fx V at %s" % (model, what, op, bound, block)
+      label = "%s %s %s %.2fx %s at %s" % (model, what, op, bound, V, block)
       value = entry.get(key)
       if value is not None:
         met = holds(value, bound)
@@ -85,8 +85,8 @@ def _ratio_checks(blocks: Dict, kind: str, target: Dict) -> List[Dict]:
         spec = "%.3f" if "%.2f" % value == "%.2f" % bound else "%.2f"
         detail = (spec + "x") % value
         if kind == "peak_ratio" and entry.get("total_ratio") is not None:
-          detail = ("step peak " + spec + "x V; with variables and slots "
-                    "%.2fx V") % (value, entry["total_ratio"])
+          detail = ("step peak " + spec + "x %s; with variables and slots "
+                    "%.2fx %s") % (value, V, entry["total_ratio"], V)
       else:
         # A target that was not measured is not met: say why.
         met = False
@@ -136,7 +136,8 @@ def check_targets(blocks: Dict, targets: Dict) -> List[Dict]:
       if ours is None or theirs is None:
         continue
       add("%s: ours >= release (%s)" % (mode, ref), ours >= theirs,
-          "ours (%s) %.2fx V, release %.2fx V" % (ours_name, ours, theirs),
+          "ours (%s) %.2fx %s, release %.2fx %s" % (ours_name, ours, V,
+                                                     theirs, V),
           ref, [ours_name, "release:" + mode])
   for target in targets.get("speed_vs_v", ()):
     checks.extend(_ratio_checks(blocks, "speed_vs_v", target))
@@ -187,6 +188,45 @@ def _slowest(block: Dict) -> List[str]:
   return lines + [""]
 
 
+def groups_note(block: Dict) -> str:
+  """What a block timed in several memory groups compares each model with.
+
+  The reference (V (mesh)) runs in every group's rounds; its row is the
+  median over all of them, and each other model's ratios are to it in its
+  own group's rounds. The note gives its median time in each group, the
+  figure each ratio comes from, and says why the groups' figures differ.
+
+  Args:
+    block: a block of the results file, with `groups` and `rounds`.
+
+  Returns:
+    A paragraph; "" for a block of one group.
+  """
+  groups = block.get("groups") or []
+  if len(groups) <= 1:
+    return ""
+  rounds = block.get("rounds") or 0
+  v_rounds = block["results"].get(V, {}).get("step_s_rounds") or []
+  per_group = ""
+  if rounds and len(v_rounds) == rounds * len(groups):
+    medians = []
+    for index, group in enumerate(groups):
+      times = sorted(v_rounds[index * rounds:(index + 1) * rounds])
+      middle = len(times) // 2
+      median = (times[middle] if len(times) % 2
+                else (times[middle - 1] + times[middle]) / 2)
+      medians.append("%.0f ms beside %s" % (1000 * median, ", ".join(group)))
+    per_group = " %s's median step time in each group: %s." % (
+        V, "; ".join(medians))
+  return ("{v}'s row is its median over every group's rounds; each other "
+          "model's ratios are to {v} in its own group's rounds and process, "
+          "so a ratio need not be {v}'s ms/step over the model's. {v}'s "
+          "step time differs between the groups' processes (what else a "
+          "process holds changes TF's allocator pool), so ratios from "
+          "different groups are not strictly comparable.".format(v=V)
+          + per_group)
+
+
 def _optimizer_label(name: str) -> str:
   """The optimizer class of a report (reports before the key: mesh's)."""
   optimizer = benchmarking.OPTIMIZERS[name]
@@ -213,9 +253,10 @@ def markdown(report: Dict) -> str:
                report["matmul_size"], report["matmul_size"],
                report["matmul_peak_flops"] / 1e9, report["runtime_s"]), "",
            "Ratios are medians over rounds of per-round ratios to the "
-           "reference %s (mesh's SelfAttention), written V in the columns "
-           "and targets, in the same round, in the same process (models "
-           "timed apart: to its median over the block). speed = its time / "
+           "reference %s (mesh's SelfAttention; V is the dot-product "
+           "variant, as on every page), in the same round, in the same "
+           "process (models timed apart: to its median over the block). "
+           "speed = its time / "
            "model time (>1 is faster). GFLOP/s = the step's matmul FLOPs / "
            "its time; MFU = GFLOP/s / the matmul peak (how far the model is "
            "from the peak). Step peak = live bytes allocated by one "
@@ -229,23 +270,24 @@ def markdown(report: Dict) -> str:
     groups = block.get("groups") or []
     budget = benchmark_memory.gib(block.get("memory_budget_bytes", 0))
     if len(groups) > 1:
-      lines += ["Timed in %d memory groups, each in rounds with V (memory "
+      lines += ["Timed in %d memory groups, each in rounds with %s (memory "
                 "budget %s): %s." % (
-                    len(groups), budget,
-                    "; ".join(", ".join(g) for g in groups)), ""]
+                    len(groups), V, budget,
+                    "; ".join(", ".join(g) for g in groups)), "",
+                groups_note(block), ""]
     if block.get("timed_apart"):
-      lines += ["Timed apart from V, each in a process of its own after "
-                "V's groups (each fits in the memory budget, %s, alone but "
-                "not beside V): %s. Their "
-                "ratios are to V's median time over the block, not to V's "
-                "time in the same round, so they are more exposed to "
-                "changes of the machine's load." % (
-                    budget, ", ".join(block["timed_apart"])), ""]
-    header = ["model", "ms/step", "speed vs V", "tokens/s", "GFLOP/s",
-              "MFU", "step peak MiB", "peak vs V", "state MiB", "params",
+      lines += ["Timed apart from {v}, each in a process of its own after "
+                "{v}'s groups (each fits in the memory budget, {b}, alone but "
+                "not beside {v}): {names}. Their ratios are to {v}'s median "
+                "time over the block, not to {v}'s time in the same round, so "
+                "they are more exposed to changes of the machine's "
+                "load.".format(v=V, b=budget,
+                               names=", ".join(block["timed_apart"])), ""]
+    header = ["model", "ms/step", "speed vs " + V, "tokens/s", "GFLOP/s",
+              "MFU", "step peak MiB", "peak vs " + V, "state MiB", "params",
               "GFLOP/step"]
     if decode:
-      header[4:4] = ["decode tok/s", "decode vs V"]
+      header[4:4] = ["decode tok/s", "decode vs " + V]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     notes = []

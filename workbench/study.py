@@ -22,6 +22,19 @@ from workbench import checkout
 from workbench import reproduction
 
 
+# How an accuracy cell counts a decode, said under the results table.
+ACCURACY_NOTE = (
+    "Accuracy is t5's `metrics.accuracy`: the share of validation examples "
+    "whose decoded text equals the target exactly. The encoder-only "
+    "classifier (`mtf_synthesizer.predict_labels`) writes the label by "
+    "taking the most likely byte at each target position separately, so a "
+    "decode can be neither label (\"nes\", \"yo\", \"ye\" for presence's "
+    "\"yes\"/\"no\"); it counts as wrong. That is how a model that has not "
+    "learnt presence, a balanced yes/no task, can score below 50%: its "
+    "answers are not guesses between two labels. The results file keeps "
+    "each run's accuracy, not its decodes.")
+
+
 def write_tables(path: str, study: dict,
                  tasks: Sequence[reproduction.Task],
                  models: Sequence[reproduction.Model]) -> str:
@@ -38,16 +51,20 @@ def write_tables(path: str, study: dict,
   """
   table = reproduction.cells(study["runs"])
   seeds = sorted({r["seed"] for r in study["runs"].values()})
-  text = "\n\n".join([
+  parts = [
       "Commit %s; seeds %s; cells are mean ± standard deviation over "
       "seeds." % (study["commit"], ", ".join(map(str, seeds))),
-      reproduction.results_table(table, tasks, models),
+      reproduction.results_table(table, tasks, models)]
+  if any(t.metric == "accuracy" for t in tasks):
+    parts.append(ACCURACY_NOTE)
+  parts += [
       "The paper's orderings (told apart: |difference of means| > 2 "
       "standard errors):",
       reproduction.orderings_table(table, tasks),
       "Training steps/s (median over seeds; other jobs may have shared the "
       "machine: not a speed comparison):",
-      reproduction.speed_table(table, tasks, models)])
+      reproduction.speed_table(table, tasks, models)]
+  text = "\n\n".join(parts)
   with open(path, "w") as f:
     f.write(text + "\n")
   return text

@@ -9,10 +9,15 @@ checkpoint, mesh (`tpu_estimator_model_fn`) asks
 `utils.init_checkpoint_variable_mapping` for the checkpoint name of every
 global variable of the graph (weights, optimizer slots, global_step), restores
 those whose answer is in the checkpoint and silently leaves all the others at
-their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
-`vanilla_to_synthesizer`, which never re-initialises silently:
+their initializers. `synthesizer/init_from_t5.gin` binds two functions of
+this module there, so that nothing is re-initialised silently:
+`vanilla_to_synthesizer`, the name mapping (a pure function of the name and
+the checkpoint's list of variables), and `restore_with_casts`, bound to
+mesh's `utils.should_load_variable.filter_fn`, which mesh asks first: the
+step that checks the whole graph against the checkpoint, logs it, and
+restores with casts.
 
-  * The mapped name is tried first:
+  * The mapping tries the mapped name first:
       .../SynthesizerAttention/{q,k,v,o,relative_attention_bias}[_slot_*]
           -> .../SelfAttention/same
       .../SynthesizerAttention/kv[_slot_*]  (the value projection G of R, D,
@@ -24,16 +29,16 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
     released T5.1.0 checkpoints (mesh's legacy LayerStack) hold
     `.../layer_NNN/layer_norm/scale` and `encoder/final_layer_norm/scale`.
     Every released family restores without a remapping by hand
-    (docs/checkpoints.md lists them).
+    (docs/finetuning.md lists them).
   * Synthesizer-only variables (random/R, dense/w1, mixture/alpha_logits, ...
     and their slots) that are in neither form start fresh by design, and so
     do the optimizer slots when the checkpoint holds none (released
     checkpoints may have been saved without them).
-  * Any other variable in neither form is an error that lists all of them,
-    unless it matches a regular expression of
-    `mtf_synthesizer.vanilla_to_synthesizer.allow_fresh` (searched in the
-    graph name), e.g. `['_slot_']` for a checkpoint that holds some
-    optimizer slots but not all. So is a shape that differs from the checkpoint's.
+  * Any other variable in neither form is an error of the restore step
+    that lists all of them, unless it matches a regular expression of
+    `mtf_synthesizer.restore_with_casts.allow_fresh` (searched in the graph
+    name), e.g. `['_slot_']` for a checkpoint that holds some optimizer
+    slots but not all. So is a shape that differs from the checkpoint's.
   * The checkpoint is `mtf_synthesizer.vanilla_to_synthesizer.checkpoint`,
     else `utils.run.init_checkpoint` (the stock CLI). `MtfModel.estimator`
     of this package binds the former to its `init_checkpoint`; a caller of
@@ -41,8 +46,9 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
     that checkpoint as a Python argument, which a mapping cannot see). mesh's
     `init_variable_filter` is read from its gin binding, the only way mesh
     takes it.
-  * Restoring is the graph's `tf.GraphKeys.INIT_OP` (`add_init_op`): the op
-    the Estimator's Scaffold runs to start a run from scratch. It restores
+  * Restoring is the graph's `tf.GraphKeys.INIT_OP` (`add_init_op`, set by
+    the restore step): the op the Estimator's Scaffold runs to start a run
+    from scratch, in place of every variable's initializer. It restores
     every mapped variable, with a cast where the checkpoint stores another
     floating-point dtype than the graph's (bfloat16 and float32: mesh's
     master variables are bfloat16 unless
@@ -50,6 +56,12 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
     are written in either; TF's `init_from_checkpoint`, which mesh calls
     with the mapped names, reads a variable in its own dtype only and stops
     with `expected dtype float does not equal original dtype bfloat16`).
+    Each restore is TF's own RestoreV2 op, as `init_from_checkpoint`
+    builds it; the initializers that mesh's `init_from_checkpoint` call
+    sets from the mapping are left in the graph unused: the Scaffold runs
+    this op instead. mesh offers no later point (its model_fn asks the
+    filter and the mapping, then builds the restore, then returns), and
+    TF's restore cannot be told to cast.
   * Every variable is logged once per graph and checkpoint as restored (with
     its source and any cast) or fresh (with the reason) while the graph is
     built, with a line that says what is about to be restored:
@@ -60,21 +72,23 @@ their initializers. `synthesizer/init_from_t5.gin` makes the answer come from
       init_from_t5: 40 restored from /path/model.ckpt-N, 6 fresh: a, b, ...
 """
 
+import functools
 import re
 import sys
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Callable, Dict, Iterable, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 import weakref
 
 from absl import logging
 import gin
-from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 
 from mtf_synthesizer.checkpoints import names
 from mtf_synthesizer.checkpoints import release
 
 MAPPING = "mtf_synthesizer.vanilla_to_synthesizer"
-ALLOW_FRESH = MAPPING + ".allow_fresh"
+RESTORE = "mtf_synthesizer.restore_with_casts"
+ALLOW_FRESH = RESTORE + ".allow_fresh"
 # mesh's model_fn reads its variable filter from gin only.
 INIT_VARIABLE_FILTER = "tpu_estimator_model_fn.init_variable_filter"
 LOG_PREFIX = "init_from_t5: "
@@ -119,6 +133,22 @@ def is_synthesizer_only(graph_name: str) -> bool:
   """
   return (names.split_scope(graph_name, release.SCOPE) is not None
           and checkpoint_name(graph_name) == graph_name)
+
+
+def candidate_names(graph_name: str) -> List[str]:
+  """The checkpoint names a graph variable is restored from, first found.
+
+  Args:
+    graph_name: a variable name in the Synthesizer model's graph.
+
+  Returns:
+    Its mapped name (`checkpoint_name`), its own name, then the other
+    namings of a norm scale, without repeats.
+  """
+  mapped = checkpoint_name(graph_name)
+  return list(dict.fromkeys(
+      [mapped, graph_name] + names.norm_aliases(mapped)
+      + names.norm_aliases(graph_name)))
 
 
 class Resolution(NamedTuple):
@@ -191,9 +221,7 @@ def resolve(graph_shapes: Dict[str, Optional[List[int]]],
   missing, mismatched = [], []
   for name in sorted(graph_shapes):
     mapped = checkpoint_name(name)
-    candidates = list(dict.fromkeys(
-        [mapped, name] + names.norm_aliases(mapped)
-        + names.norm_aliases(name)))
+    candidates = candidate_names(name)
     source = next((c for c in candidates if c in checkpoint_shapes), None)
     sources[name] = source or mapped
     if name in not_asked:
@@ -388,50 +416,78 @@ def add_init_op(resolution: Resolution, checkpoint: str,
   return init_op
 
 
-class _Mapper:
-  """Resolves a graph's variables once per checkpoint, then answers mesh."""
+def _checkpoint_or_error(checkpoint: Optional[str], asking: str) -> str:
+  """`checkpoint`, else the one gin binds; raises when there is none."""
+  if checkpoint is None:
+    checkpoint = _gin_value(MAPPING + ".checkpoint")
+  if checkpoint is None:
+    checkpoint = _gin_value("utils.run.init_checkpoint")
+  if not checkpoint:
+    raise ValueError(
+        "%sno checkpoint to %s: bind %s.checkpoint to the checkpoint mesh "
+        "restores (utils.run.init_checkpoint binds it for the stock CLI, "
+        "mtf_synthesizer.MtfModel for its init_checkpoint)." % (
+            LOG_PREFIX, asking, MAPPING))
+  return checkpoint
+
+
+@functools.lru_cache(maxsize=16)
+def _index(prefix: str, stamp: Tuple[int, int]
+           ) -> Tuple[Dict[str, List[int]], Dict[str, tf.DType]]:
+  """A checkpoint's variable shapes and dtypes (cached per file version)."""
+  del stamp  # part of the cache key only
+  reader = tf.train.load_checkpoint(prefix)
+  return reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+
+
+def checkpoint_index(checkpoint: str
+                     ) -> Tuple[Dict[str, List[int]], Dict[str, tf.DType]]:
+  """The variables a checkpoint holds: name -> shape, name -> dtype.
+
+  Read once per checkpoint file (again when its index file changes).
+
+  Args:
+    checkpoint: a checkpoint prefix, or a directory (its latest checkpoint).
+
+  Returns:
+    (shapes, dtypes), by checkpoint name.
+  """
+  prefix = _checkpoint_file(checkpoint)
+  index = prefix + ".index"
+  stamp = (0, 0)
+  if tf.io.gfile.exists(index):
+    stat = tf.io.gfile.stat(index)
+    stamp = (stat.mtime_nsec, stat.length)
+  return _index(prefix, stamp)
+
+
+class _Restorer:
+  """Resolves a graph's variables once per checkpoint and sets the restore."""
 
   def __init__(self):
     self._graph = None  # weak reference
     self._key = None
-    self._sources: Dict[str, str] = {}
 
-  def __call__(self, graph_name: str, checkpoint: str, variable_filter: str,
-               allow_fresh: Tuple[str, ...]) -> str:
+  def __call__(self, checkpoint: str, variable_filter: str,
+               allow_fresh: Tuple[str, ...], filter_fn) -> None:
     graph = tf.get_default_graph()
-    key = (checkpoint, variable_filter, allow_fresh)
-    if self._graph is None or self._graph() is not graph or key != self._key:
-      self._graph, self._key, self._sources = None, None, {}
-      variables = tf.global_variables()
-      resolution, stored = self._resolve(
-          checkpoint, variable_filter, allow_fresh,
-          {v.op.name: v.shape.as_list() for v in variables},
-          {v.op.name: v.dtype.base_dtype for v in variables})
-      logging.log(logging.WARNING if resolution.fresh else logging.INFO,
-                  "%s", plan(resolution, checkpoint))
-      add_init_op(resolution, checkpoint, stored,
-                  summary(resolution, checkpoint))
-      self._sources = dict(resolution.sources)
-      self._graph, self._key = weakref.ref(graph), key
-    if graph_name not in self._sources:  # not a global variable of graph
-      self._sources.update(self._resolve(
-          checkpoint, variable_filter, allow_fresh, {graph_name: None},
-          {})[0].sources)
-    return self._sources[graph_name]
-
-  def _resolve(self, checkpoint, variable_filter, allow_fresh, graph_shapes,
-               graph_dtypes) -> Tuple[Resolution, Dict[str, tf.DType]]:
-    reader = tf.train.load_checkpoint(checkpoint)
-    checkpoint_shapes = reader.get_variable_to_shape_map()
-    stored = reader.get_variable_to_dtype_map()
+    key = (checkpoint, variable_filter, allow_fresh, filter_fn)
+    if self._graph is not None and self._graph() is graph and (
+        key == self._key):
+      return
+    self._graph, self._key = None, None
+    variables = tf.global_variables()
+    graph_shapes = {v.op.name: v.shape.as_list() for v in variables}
+    checkpoint_shapes, stored = checkpoint_index(checkpoint)
     restorable = None
     if variable_filter:
       pattern = re.compile(variable_filter)
       restorable = [n for n in checkpoint_shapes if pattern.search(n)]
     not_asked = [n for n in graph_shapes
-                 if not mtf_utils.should_load_variable(n)]
+                 if filter_fn is not None and not filter_fn(n)]
     resolution = resolve(graph_shapes, checkpoint_shapes, checkpoint,
-                         allow_fresh, restorable, not_asked, graph_dtypes,
+                         allow_fresh, restorable, not_asked,
+                         {v.op.name: v.dtype.base_dtype for v in variables},
                          stored)
     for name in sorted(graph_shapes):
       if name in resolution.casts:
@@ -443,22 +499,26 @@ class _Mapper:
       else:
         logging.info("%s%s is fresh (%s)", LOG_PREFIX, name,
                      resolution.fresh[name])
-    return resolution, stored
+    logging.log(logging.WARNING if resolution.fresh else logging.INFO,
+                "%s", plan(resolution, checkpoint))
+    add_init_op(resolution, checkpoint, stored,
+                summary(resolution, checkpoint))
+    self._graph, self._key = weakref.ref(graph), key
 
 
-_MAPPER = _Mapper()
+_RESTORER = _Restorer()
 
 
 @gin.configurable(module="mtf_synthesizer")
-def vanilla_to_synthesizer(name: str,
-                           checkpoint: Optional[str] = None,
-                           allow_fresh: Sequence[str] = ()) -> str:
-  """mapping_fn for utils.init_checkpoint_variable_mapping.
+def vanilla_to_synthesizer(name: str, checkpoint: Optional[str] = None) -> str:
+  """mapping_fn for utils.init_checkpoint_variable_mapping: a name mapping.
 
-  The first call for a graph and checkpoint resolves all the graph's global
-  variables (see the module docstring), logs each and a summary line, sets
-  the graph's initialisation op (`add_init_op`), and raises if any variable
-  would silently keep its initializer.
+  A pure function of the name and the checkpoint's list of variables (read
+  once per checkpoint file): it neither reads nor changes the graph, so it
+  answers the same whenever, however often and in whatever order it is
+  asked. Deciding what is restored or fresh, logging it, and restoring with
+  casts is the step `restore_with_casts`, which init_from_t5.gin binds
+  beside it.
 
   Args:
     name: a graph variable name.
@@ -468,30 +528,63 @@ def vanilla_to_synthesizer(name: str,
       yourself when calling `t5.models.MtfModel.train(init_checkpoint=...)`
       or `finetune`, whose checkpoint mesh receives as a Python argument
       that a mapping_fn cannot see.
+
+  Returns:
+    The first of `candidate_names(name)` that the checkpoint holds, else
+    the mapped name (mesh then leaves the variable alone).
+
+  Raises:
+    ValueError: no checkpoint is known.
+  """
+  checkpoint = _checkpoint_or_error(checkpoint, "map %s from" % name)
+  held, _ = checkpoint_index(checkpoint)
+  candidates = candidate_names(name)
+  return next((c for c in candidates if c in held), candidates[0])
+
+
+@gin.configurable(module="mtf_synthesizer")
+def restore_with_casts(name: str,
+                       checkpoint: Optional[str] = None,
+                       allow_fresh: Sequence[str] = (),
+                       filter_fn: Optional[Callable[[str], bool]] = None
+                       ) -> bool:
+  """filter_fn for utils.should_load_variable: the restore step.
+
+  mesh asks `utils.should_load_variable` about every global variable before
+  it asks the mapping, when it starts from a checkpoint. The first question
+  for a graph and checkpoint resolves all the graph's global variables (see
+  the module docstring): it raises if any would silently keep its
+  initializer, logs each and the plan line, and sets the graph's
+  initialisation op (`add_init_op`), which restores every mapped variable
+  with TF's RestoreV2 op, cast where the checkpoint stores another
+  floating-point dtype. Later questions only answer.
+
+  Args:
+    name: a graph variable name.
+    checkpoint: the checkpoint; default: the one bound to
+      `mtf_synthesizer.vanilla_to_synthesizer.checkpoint`, else
+      `utils.run.init_checkpoint`.
     allow_fresh: regular expressions (re.search in the graph names) of
       variables that may start from their initializers when the checkpoint
       has them in neither their mapped nor their own form, e.g. ['_slot_']
       for a checkpoint that holds some optimizer slots but not all (a
       checkpoint with none starts them fresh without it).
+    filter_fn: a filter of your own (what `utils.should_load_variable`'s
+      filter_fn would be without this step): the variables it refuses start
+      fresh.
 
   Returns:
-    The variable's name in the checkpoint (its mapped name when it is in
-    neither form: mesh then leaves it at its initializer).
+    Whether mesh should restore the variable: `filter_fn(name)`, True
+    without one.
 
   Raises:
     ValueError: no checkpoint is known, or some variables are missing from
       it (all are listed, with the binding that allows them), or their
       shapes differ from the checkpoint's.
   """
-  if checkpoint is None:
-    checkpoint = _gin_value("utils.run.init_checkpoint")
-  if not checkpoint:
-    raise ValueError(
-        "%sno checkpoint to map %s from: bind %s.checkpoint to the "
-        "checkpoint mesh restores (utils.run.init_checkpoint binds it for "
-        "the stock CLI, mtf_synthesizer.MtfModel for its init_checkpoint)."
-        % (LOG_PREFIX, name, MAPPING))
-  variable_filter = _gin_value(INIT_VARIABLE_FILTER) or ""
+  checkpoint = _checkpoint_or_error(checkpoint, "restore %s from" % name)
   if isinstance(allow_fresh, str):
     allow_fresh = [allow_fresh]
-  return _MAPPER(name, checkpoint, variable_filter, tuple(allow_fresh))
+  variable_filter = _gin_value(INIT_VARIABLE_FILTER) or ""
+  _RESTORER(checkpoint, variable_filter, tuple(allow_fresh), filter_fn)
+  return filter_fn(name) if filter_fn is not None else True

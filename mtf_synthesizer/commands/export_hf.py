@@ -15,7 +15,7 @@ r"""Exports a trained model to a Hugging Face `transformers` directory.
 (`AutoModelForCausalLM` for a decoder-only language model); with --t5, a
 model of mesh's SelfAttention is written as transformers' own T5. The export
 itself needs TensorFlow, not torch; loading needs
-`pip install mtf_synthesizer[torch]`. See README.md, "Take it to PyTorch".
+`pip install torch` (README.md, recipe 3).
 
 The vocabulary is the one the run's task (its gin MIXTURE_NAME) has; a task
 of the user's own is found when `--module_import` imports the module that
@@ -99,8 +99,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("error: %s" % e, file=sys.stderr)
     return 2
   if importlib.util.find_spec("torch") is None:
-    print("note: the export needs no torch, but loading it does: pip install "
-          "'mtf_synthesizer[torch]'", file=sys.stderr)
+    print("note: the export needs no torch, but loading it does: pip "
+          "install torch (this package installs from a checkout with pip "
+          "install --no-deps .: t5's declared dependencies would pull "
+          "tensorflow-datasets beside tfds-nightly)", file=sys.stderr)
   # pylint: disable-next=g-import-not-at-top
   import mtf_synthesizer
   mtf_synthesizer.import_layers()  # TensorFlow, mesh and the gin names

@@ -6,7 +6,7 @@ Importing this package registers the model with transformers' Auto classes
 (`AutoConfig`, `AutoModel`, `AutoModelForSeq2SeqLM`,
 `AutoModelForCausalLM`), so that a saved or exported model loads with
 `from_pretrained(path)` and no `trust_remote_code`. Without torch
-(`pip install mtf_synthesizer[torch]`) only the configuration is
+(`pip install torch`; README.md, recipe 3) only the configuration is
 registered.
 """
 

@@ -98,7 +98,9 @@ def order_step_increment(graph: tf.Graph) -> List[tf.Operation]:
     step = tf.train.get_global_step()
   if step is None:
     return []
-  handle = step.handle if hasattr(step, "handle") else step._ref()  # pylint: disable=protected-access
+  # The variable's own tensor (a resource handle, or the ref of a
+  # reference variable) is its op's output.
+  handle = step.op.outputs[0]
   increments = [op for op in handle.consumers() if op.type in _INCREMENTS]
   ordered = []
   for increment in increments:
