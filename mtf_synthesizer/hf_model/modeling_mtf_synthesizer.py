@@ -22,8 +22,10 @@ outside the package that a saved model carries).
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
-attention mask, token id 0 marks the inputs' padding; a masked logit gets
--1e9.
+attention mask, token id 0 marks the inputs' padding. A masked logit gets
+the bias `torch.finfo(dtype).min` of the model's dtype, as transformers'
+masks do (mesh's -1e9 is -inf in float16, and a row with nothing to attend
+to would be NaN), and sums of biases are clamped to it.
 """
 
 import copy
@@ -70,7 +72,8 @@ from .training_mtf_synthesizer import mesh_loss
 from .weight_files_mtf_synthesizer import check_weights
 # pylint: enable=relative-beyond-top-level,unused-import
 
-# mesh's attention bias for a position that may not be attended to.
+# mesh's attention bias for a position that may not be attended to; the
+# model's masks use its dtype's minimum instead (`_floor`).
 MASKED = -1e9
 
 def relative_position_bucket(relative_position: torch.Tensor,
@@ -592,15 +595,18 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       x = x + self.embed_positions(rows)
     x = self.dropout(x)
 
-    # The masks and the shared relative bias: once per stack.
+    # The masks and the shared relative bias: once per stack. They are
+    # additive float32 biases, not transformers' mask helpers
+    # (create_causal_mask may give a boolean mask or none for sdpa), since
+    # the synthesized logits and the relative bias join them; a masked
+    # position gets the dtype's minimum, as in those helpers.
+    floor = _floor(x.dtype)
     relative = memory_positions[None, :] - query[:, None]
     mask = None
     if causal:
       mask = torch.zeros(t, s, device=device).masked_fill(
-          relative > 0, MASKED)[None, None]
-    padding = _padding_bias(attention_mask)
-    if padding is not None:
-      mask = padding if mask is None else mask + padding
+          relative > 0, floor)[None, None]
+    mask = _join(mask, _padding_bias(attention_mask, floor), floor)
     buckets = None
     shared_bias = None
     relative_type = config.relative_attention_type
@@ -611,10 +617,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     if relative_type == "bias_shared":
       table = self.block[0].layer[0].SelfAttention.relative_attention_bias
       shared_bias = self._relative_bias(table, buckets)
-      shared_bias = shared_bias if mask is None else shared_bias + mask
+      shared_bias = _join(shared_bias, mask, floor)
     cross_bias = None
     if encoder_hidden_states is not None:
-      cross_bias = _padding_bias(encoder_attention_mask)
+      cross_bias = _padding_bias(encoder_attention_mask, floor)
 
     hidden_states = () if output_hidden_states else None
     attentions = () if output_attentions else None
@@ -625,7 +631,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       if relative_type == "bias":
         table = block.layer[0].SelfAttention.relative_attention_bias
         bias = self._relative_bias(table, buckets)
-        bias = bias if mask is None else bias + mask
+        bias = _join(bias, mask, floor)
       elif relative_type == "bias_shared":
         bias = shared_bias
       else:
@@ -767,17 +773,56 @@ def _output_flags(config: MtfSynthesizerConfig,
   return bool(output_attentions), bool(output_hidden_states)
 
 
-def _padding_bias(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+def _floor(dtype: torch.dtype) -> float:
+  """The bias of a masked position: the least finite value of the dtype.
+
+  Args:
+    dtype: the model's (its hidden states') dtype.
+
+  Returns:
+    `torch.finfo(dtype).min`: finite in that dtype once cast to it, so that
+    a row with every key masked has uniform weights rather than NaN.
+  """
+  return torch.finfo(dtype).min
+
+
+def _join(bias: Optional[torch.Tensor], other: Optional[torch.Tensor],
+          floor: float) -> Optional[torch.Tensor]:
+  """The sum of two additive biases (either may be None), clamped to floor.
+
+  Args:
+    bias: an additive bias, or None.
+    other: another, or None.
+    floor: the dtype's minimum (`_floor`): two masks or a mask and a
+      negative relative bias would otherwise sum past it (to -inf).
+
+  Returns:
+    The sum, or the one that is not None, or None.
+  """
+  if bias is None or other is None:
+    return other if bias is None else bias
+  return (bias + other).clamp(min=floor)
+
+
+def _padding_bias(mask: Optional[torch.Tensor],
+                  floor: float) -> Optional[torch.Tensor]:
   """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
 
   A mask of ones is dropped (outside torch.compile, torch.export and the
   TorchScript tracer, as transformers' masks are), so that an unpadded
   batch's bias has no batch dimension.
+
+  Args:
+    mask: 1 at a position that may be attended to, 0 at padding; or None.
+    floor: the bias of a padded position (`_floor`).
+
+  Returns:
+    The float32 bias, or None.
   """
   if mask is None or (not torch.compiler.is_compiling() and
                       not torch.jit.is_tracing() and bool(mask.all())):
     return None
-  return torch.where(mask[:, None, None, :] > 0, 0.0, MASKED)
+  return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
 
 
 def _refuse(kwargs: Dict, model: str) -> None:
