@@ -125,8 +125,9 @@ def test_paper_commands_cover_every_table_and_variant(capsys):
         header = "# %s, variant %s" % (cloud_tpu.EXPERIMENTS[experiment].paper,
                                        variant)
         assert header in text, header
-  # Shell variables are left for the shell to expand.
-  assert '"--tpu=${TPU}"' in text and "\\$" not in text
+  # They run on the TPU VM (--tpu=local); the bucket is left to the shell.
+  assert "--tpu=local" in text and "gs://${BUCKET}/" in text
+  assert "\\$" not in text
   # Table 4 is the C4 pretraining alone; Tables 5-6 finetune on GLUE too.
   table4 = "\n".join(cloud_tpu.table_commands("Table 4", ["random"]))
   assert "glue_super_glue_finetune.gin" not in table4

@@ -601,8 +601,8 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
                    tpu_topology: str = "2x2") -> List[str]:
   """The commands of one table, as shell text with a comment per job.
 
-  The TPU, zone, project and bucket are the shell variables ${TPU}, ${ZONE},
-  ${PROJECT} and ${BUCKET}.
+  They run on the TPU VM (`--tpu=local`); the bucket is the shell variable
+  ${BUCKET}.
 
   Args:
     table: a key of TABLE_EXPERIMENTS.
