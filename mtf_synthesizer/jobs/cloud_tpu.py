@@ -473,7 +473,8 @@ class Job:
       Its argv; the zone and project are shell variables where not given.
     """
     accel = accelerator_type(self.tpu_topology, self.tpu_version)
-    multi_host = mesh_defaults.num_cores(self.tpu_topology) > 8
+    multi_host = (mesh_defaults.num_cores(self.tpu_topology) >
+                  tpu_checks.CORES_PER_HOST)
     name = self.tpu_vm_name or "synth-" + accel
     return ["gcloud", "compute", "tpus", "tpu-vm", "create", name,
             "--zone=%s" % (self.zone or "${ZONE}"),
