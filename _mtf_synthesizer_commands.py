@@ -2,27 +2,21 @@
 # Licensed under the Apache License, Version 2.0.
 """Entry points of the installed commands that start without TensorFlow.
 
-Importing `mtf_synthesizer` imports its mesh layers, and with them
-TensorFlow (seconds, and CUDA warnings), to register their gin names. These
-commands import the package without them: `mtf-synthesizer-from-t5` never
-needs mesh, and `mtf-synthesizer-export-hf` answers --help and argument
-errors at once, then calls `mtf_synthesizer.import_layers()` to export.
-setup.py points the console scripts here; `tools/` and
-`python -m mtf_synthesizer.commands.<name>` run the same `main`s (with the
-layers imported).
+Importing `mtf_synthesizer` imports no TensorFlow (its mesh layers come with
+mesh-tensorflow: `mtf_synthesizer/__init__.py`), so these commands answer
+at once: `mtf-synthesizer-from-t5` never needs mesh, and
+`mtf-synthesizer-export-hf` answers --help and argument errors at once,
+then calls `mtf_synthesizer.import_layers()` to export. setup.py points the
+console scripts here; `tools/` and `python -m mtf_synthesizer.commands.<name>`
+run the same `main`s.
 """
 
 import importlib
 from typing import Optional
 
-# Read by `mtf_synthesizer/__init__.py` when it is first imported.
-LAYERS_ON_IMPORT = True
-
 
 def _main(module: str) -> Optional[int]:
-  """Runs `<module>.main()`, importing the package without its layers."""
-  global LAYERS_ON_IMPORT
-  LAYERS_ON_IMPORT = False
+  """Runs `<module>.main()`."""
   return importlib.import_module(module).main()
 
 

@@ -16,7 +16,7 @@ Nothing the package does after `--module_import` could act in time, so the
 stock CLI needs this hook; every change it makes is listed in
 docs/architecture.md ("What the package changes in other libraries").
 
-Two fixes, each applied only when needed, and one entry point:
+Two fixes, each applied only when needed, and two entry points:
   * TensorFlow >= 2.13 moved `register_tensor_conversion_function` out of
     `tensorflow.python.framework.ops`; mesh_tensorflow 0.1.21 still calls it
     there. Before the first import of `mesh_tensorflow` the function is put
@@ -31,6 +31,12 @@ Two fixes, each applied only when needed, and one entry point:
     `mtf_synthesizer.stock_cli.entry.run()` checks the CLI's flags and applies
     `MTF_SYNTH_CPU_DEVICES`. Importing the package anywhere else has no
     side effect.
+  * When `mesh_tensorflow.transformer` is imported after the package
+    (`import mtf_synthesizer, t5.models`), `mtf_synthesizer.import_layers()`
+    registers the package's mesh layers, as importing the package after
+    mesh does (`mtf_synthesizer/__init__.py`). The package itself imports
+    no TensorFlow, so that its PyTorch model (`mtf_synthesizer.hf_model`)
+    loads without it.
 """
 
 import importlib.abc
@@ -42,6 +48,9 @@ import types
 
 _HF_MODULE = "t5.models.hf_model"
 _PACKAGE = "mtf_synthesizer"
+# Imported after the package, it brings the package's mesh layers
+# (`mtf_synthesizer.LAYERS_WITH_MODULE`).
+_MESH_TRANSFORMER = "mesh_tensorflow.transformer"
 # How the stock CLI appears in sys.argv[0]: the console script, or t5's
 # module run with `python -m`.
 _STOCK_CLI = ("t5_mesh_transformer", "mesh_transformer_main.py")
@@ -105,6 +114,21 @@ def _run_cli_entry() -> None:
   importlib.import_module(_PACKAGE + ".stock_cli.entry").run()
 
 
+def _import_package_layers() -> None:
+  """The package's mesh layers, once mesh is imported after the package."""
+  package = sys.modules.get(_PACKAGE)
+  if package is not None and hasattr(package, "import_layers"):
+    package.import_layers()
+
+
+def _wrapped_spec(fullname, path, after):
+  """`fullname`'s own spec, its loader calling `after()` once it has run."""
+  spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+  if spec is not None and spec.loader is not None:
+    spec.loader = _ThenRun(spec.loader, after)
+  return spec
+
+
 class _Finder(importlib.abc.MetaPathFinder):
   """Applies the fixes when the guarded modules are first imported."""
 
@@ -120,10 +144,9 @@ class _Finder(importlib.abc.MetaPathFinder):
         is_stock_cli() or importlib.util.find_spec("torch") is None):
       return importlib.machinery.ModuleSpec(fullname, _HfModelStandIn())
     elif fullname == _PACKAGE and is_stock_cli():
-      spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-      if spec is not None and spec.loader is not None:
-        spec.loader = _ThenRun(spec.loader, _run_cli_entry)
-      return spec
+      return _wrapped_spec(fullname, path, _run_cli_entry)
+    elif fullname == _MESH_TRANSFORMER and _PACKAGE in sys.modules:
+      return _wrapped_spec(fullname, path, _import_package_layers)
     return None
 
 

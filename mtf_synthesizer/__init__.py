@@ -23,10 +23,16 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   hf_model/       the PyTorch model (torch and transformers only)
   gin/            the gin files (installed from the checkout's gin/)
 
-The commands that start without TensorFlow (`_mtf_synthesizer_commands`:
-`mtf-synthesizer-from-t5`, `mtf-synthesizer-export-hf`) import the package
-without its mesh layers; `import_layers()` imports them (an attribute of
-theirs, `mtf_synthesizer.SynthesizerAttention`, does it too).
+Which part needs which framework: `attentions`, `stock_cli/gin_path`,
+`hf_model/` (torch and transformers) and the commands' argument parsing
+import no TensorFlow, so `import mtf_synthesizer.hf_model` loads neither
+TensorFlow nor mesh-tensorflow. The mesh layers (and their gin names) are
+imported as soon as both this package and `mesh_tensorflow.transformer` are,
+in either order: at once when mesh is already imported (the stock CLI has
+imported it before `--module_import` is read), or by the start-up hook when
+mesh is imported later (`import mtf_synthesizer, t5.models`). `import_layers()`,
+or an attribute such as `mtf_synthesizer.SynthesizerAttention`, imports
+them at any time.
 
 `mtf_synthesizer.MtfModel` is imported on first use, so that importing the
 layers does not import `t5.models`.
@@ -72,28 +78,21 @@ _LAYERS = {
 }
 
 
-def _layers_on_import() -> bool:
-  """False when a command imports the package without its layers.
-
-  `_mtf_synthesizer_commands` (the entry points of the commands that
-  answer before TensorFlow loads) clears its LAYERS_ON_IMPORT before it
-  imports the package.
-  """
-  commands = sys.modules.get("_mtf_synthesizer_commands")
-  return commands is None or getattr(commands, "LAYERS_ON_IMPORT", True)
-
-
 _importing_layers = False
+# The module whose import brings the layers (`_mtf_synthesizer_hooks`).
+LAYERS_WITH_MODULE = "mesh_tensorflow.transformer"
 
 
 def import_layers() -> None:
   """Imports the mesh layers (and TensorFlow), registering their gin names.
 
-  Importing the package does it, except in a command that starts without
-  TensorFlow (`_mtf_synthesizer_commands`), which calls it when its work
-  needs mesh.
+  Done by itself once mesh-tensorflow is imported (the module docstring);
+  a program that parses the package's gin files before it imports mesh
+  calls it. A second call costs nothing.
   """
   global _importing_layers
+  if _importing_layers:
+    return
   _importing_layers = True
   try:
     _import_layers()
@@ -109,13 +108,15 @@ def _import_layers() -> None:
     globals()[name] = (module if module_name.endswith("." + name)
                        else getattr(module, name))
 
-if _layers_on_import():
+# The stock CLI, or any program that imported mesh first; otherwise the
+# start-up hook calls import_layers() once `mesh_tensorflow.transformer` is.
+if LAYERS_WITH_MODULE in sys.modules:
   import_layers()
 
 
 def __getattr__(name):
   if name in _LAYERS and not _importing_layers:
-    import_layers()  # a command imported the package without them
+    import_layers()  # mesh is not imported yet
     return globals()[name]
   if name == "MtfModel":
     from mtf_synthesizer.mtf_model import MtfModel  # pylint: disable=redefined-outer-name

@@ -34,7 +34,6 @@ TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "spiece.model",
 STALLED = """
 import sys, time
 import _mtf_synthesizer_commands
-_mtf_synthesizer_commands.LAYERS_ON_IMPORT = False
 marker, name = sys.argv[1:3]
 sys.argv = ["mtf-synthesizer-" + name.replace("_", "-")] + sys.argv[3:]
 

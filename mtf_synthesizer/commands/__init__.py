@@ -19,6 +19,7 @@ export_hf and from_t5 write their output directory whole or not at all
 Each also runs as `python -m mtf_synthesizer.commands.<module>`; the
 checkout's `tools/` scripts of the same names call them. The export and
 from_t5 start through `_mtf_synthesizer_commands` (their console scripts
-and tools/ scripts), which imports the package without TensorFlow: --help
-and argument errors answer at once, and from_t5 never imports it.
+and tools/ scripts); the package imports no TensorFlow until mesh is
+imported: --help and argument errors answer at once, and from_t5 never
+imports it.
 """
