@@ -209,6 +209,28 @@ def test_no_name_transformers_uses_is_taken_for_a_misspelling(caplog):
     assert configuration.misspelled_field(name) is None, name
 
 
+def test_the_misspelling_hint_imports_no_configuration_class():
+  """The hint reads transformers' configuration files as text: building
+  every configuration class (what CONFIG_MAPPING does) took seconds. In a
+  fresh interpreter, so that no other test has imported them."""
+  code = (
+      "import sys\n"
+      "from mtf_synthesizer.hf_model import configuration_mtf_synthesizer "
+      "as c\n"
+      "count = lambda: sum(m.startswith('transformers.models.') "
+      "for m in sys.modules)\n"
+      "before = count()\n"
+      "hints = [c.misspelled_field(k) for k in "
+      "('encoder_synthesizer', 'hidden_dropout_prob', 'layer_norm_eps')]\n"
+      "print(hints, count() - before)\n")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                        text=True, timeout=600,
+                        cwd=os.path.dirname(os.path.dirname(__file__)))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.split("\n")[-2] == (
+      "['encoder_synthesizers', None, None] 0"), proc.stdout
+
+
 def test_a_config_takes_what_transformers_tests_give_it(caplog):
   """T5's tester's keywords, and the attribute transformers' test helper
   sets on every configuration (`set_config_for_less_flaky_test`)."""

@@ -22,6 +22,8 @@ import difflib
 import functools
 import importlib.util
 import os
+import pathlib
+import re
 import shutil
 import sys
 import types
@@ -278,19 +280,27 @@ def _field(check: Callable[[Any], None], default: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _transformers_names() -> frozenset:
-  """Every field and attribute name of transformers' configurations."""
-  # pylint: disable-next=g-import-not-at-top
-  from transformers import CONFIG_MAPPING, GenerationConfig
-  names = set(GenerationConfig().to_dict())
-  for model_type in CONFIG_MAPPING.keys():
-    try:
-      config_class = CONFIG_MAPPING[model_type]
-    except (ImportError, KeyError):  # a configuration needing a package
-      continue
-    names.update(f.name for f in dataclasses.fields(config_class))
-    names.update(config_class.attribute_map)
-  return frozenset(names)
+def _transformers_configuration_sources() -> str:
+  """The text of every configuration file transformers ships, joined.
+
+  The base configuration, generation's, and each model's
+  `configuration_*.py`: where every field and alias of a transformers
+  configuration is written. Read as text, so that no configuration class
+  is imported (importing them all takes seconds).
+  """
+  import transformers  # pylint: disable=g-import-not-at-top
+  root = pathlib.Path(transformers.__file__).parent
+  paths = [root / "configuration_utils.py",
+           root / "generation" / "configuration_utils.py"]
+  paths += sorted(root.glob("models/*/configuration_*.py"))
+  return "\n".join(p.read_text(encoding="utf-8") for p in paths
+                   if p.is_file())
+
+
+def _transformers_uses(name: str) -> bool:
+  """Whether a configuration file of transformers names `name`."""
+  word = re.compile(r"\b%s\b" % re.escape(name))
+  return word.search(_transformers_configuration_sources()) is not None
 
 
 def misspelled_field(key: str) -> Optional[str]:
@@ -309,7 +319,7 @@ def misspelled_field(key: str) -> Optional[str]:
   own = [f.name for f in dataclasses.fields(MtfSynthesizerConfig)
          if f.name not in t5_fields]
   close = difflib.get_close_matches(key, own, n=1, cutoff=0.8)
-  if not close or key in _transformers_names():
+  if not close or _transformers_uses(key):
     return None
   return close[0]
 
