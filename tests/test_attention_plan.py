@@ -17,24 +17,28 @@ import conftest
 import model_code
 from mtf_synthesizer import attentions
 
-# (column of the table, CUDA, training, a relative bias, one query)
+# (column of the table, kernel: "cpu", "cuda" (sdpa's) or "eager",
+# training, a relative bias, one query)
 SITUATIONS = (
-    ("CPU, training", False, True, True, False),
-    ("CPU, training, no relative bias", False, True, False, False),
-    ("CPU, inference", False, False, True, False),
-    ("CUDA, training", True, True, True, False),
-    ("CUDA, inference", True, False, True, False),
-    ("a decoding step", False, False, True, True),
+    ("CPU, training", "cpu", True, True, False),
+    ("CPU, training, no relative bias", "cpu", True, False, False),
+    ("CPU, inference", "cpu", False, True, False),
+    ("CUDA, training", "cuda", True, True, False),
+    ("CUDA, inference", "cuda", False, True, False),
+    ("a decoding step", "cpu", False, True, True),
+    ("eager, training", "eager", True, True, False),
+    ("eager, inference", "eager", False, True, False),
 )
 D_KV = 64
 
 
-def _route(components, is_cuda, training, relative, one_query):
+def _route(components, kernel, training, relative, one_query):
   attention = model_code.load("attention")
   functions = model_code.load("functions").FUNCTIONS
   classes = [functions[name] for name in components]
   # pylint: disable-next=protected-access
-  layout = attention._kernel_layout(is_cuda, True)
+  layout = (attention.EAGER_LAYOUT if kernel == "eager"
+            else attention._kernel_layout(kernel == "cuda", True))
   in_bias = attention.bias_functions(classes, layout.bias_gradient)
   needs_grad = training and (relative or any(
       functions[name].trainable for name in in_bias))
@@ -129,3 +133,11 @@ def test_what_joins_the_bias():
   assert on_cuda == on_cpu | {n for n, f in functions.items()
                               if f.input_independent}
   assert not any(functions[n].needs_keys for n in on_cuda)
+
+
+def test_every_route_is_taken_by_some_variant():
+  """No route of `Route` is dead code: the table's situations take each."""
+  attention = model_code.load("attention")
+  taken = {_route(variant.components, *situation[1:])
+           for variant in attentions.VARIANTS for situation in SITUATIONS}
+  assert taken == {route.value for route in attention.Route}

@@ -8,13 +8,18 @@ logits (V: the layer's Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias
 per key; FR: R1's and R2's rows), put side by side so that the kernel's
 Q K^T is the mixture (eq. 8), or its logits, which join an additive bias
 with the relative position bias and the masks (both computed once per
-stack). One call of transformers' attention interface
-(`config._attn_implementation`) then computes softmax(Q K^T + bias) G(X)
-(eq. 3) before W_o: "eager" (the readable reference, which writes the
-logits) or "sdpa" (fused). Which function gives columns and which gives
-logits, and the call without columns, is one pure decision of what the call
-is (`bias_functions`, then `plan_attention`); the routes that exist only
-for speed live there, not in `forward`.
+stack). Where some function gives columns, one call of transformers'
+attention interface (`config._attn_implementation`: "eager", the readable
+reference, which writes the logits, or "sdpa", fused) then computes
+softmax(Q K^T + bias) G(X) (eq. 3) before W_o. Where none does (R, Fix,
+FD, and under the eager kernel or in a decoding step D and FR), the layer
+takes the bias's softmax itself (`Route.SOFTMAX_OF_BIAS`, once for the
+batch where the batch shares the bias), or, on CUDA with a bias per
+example, gives the fused kernel zero columns (`Route.ZERO_COLUMNS`).
+Which function gives columns and which gives logits, and which route the
+call takes, is one pure decision of what the call is (`bias_functions`,
+then `plan_attention`; docs/pytorch.md tabulates it for every variant);
+the routes that exist only for speed live there, not in `forward`.
 """
 
 import contextlib
