@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= auto
 XDIST := -n $(TEST_WORKERS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
-.PHONY: demo test test-fast test-tpu-vm install check-python clean
+.PHONY: demo test test-fast test-tpu-vm tpu-vm-env install check-python clean
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
@@ -59,17 +59,28 @@ $(UPSTREAM_STAMP): requirements-transformers-tests.lock $(STAMP)
 
 # The package is installed (not editable) so that its start-up hook file
 # lands in site-packages; reinstalling takes about a second.
+# One build of the checkout at a time: `make tpu-vm-env` may be installing
+# it into .venv-tpu beside this (both build in build/; .ci/tpu_vm_leg.py).
+BUILD_LOCK := .checkout-build.lock
+LOCKED := $(if $(shell command -v flock 2>/dev/null),flock $(BUILD_LOCK))
 install: $(STAMP) $(UPSTREAM_STAMP)
-	@$(VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location" || true
-	@rm -rf build *.egg-info
+	@$(LOCKED) sh -c '$(VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location"; rm -rf build *.egg-info' || true
 
-# The TPU programs' modules run in the TPU VM leg only (`make test-tpu-vm`,
-# .ci/tpu_vm_leg.py), on the stack a TPU VM has; CI runs both legs.
-TPU_VM_ONLY := test_xla.py test_tpu_mesh.py test_tpu_model_fn.py
+# The test modules of the TPU VM user's path, which the TPU VM leg runs on
+# CPython 3.10 (`make test-tpu-vm`, .ci/tpu_vm_leg.py): the preflight and
+# README's tool command, recipes 1 and 2 read from the README, every
+# variant's and baseline's gin file through the stock CLI, every gin file's
+# layers, the TPU tool's commands, the TPU programs compiled by XLA,
+# lowered on SimdMeshImpl meshes and through mesh's TPU model function.
+# `make test` leaves them to that leg, so that CI (both legs) runs each
+# module once; `make test TPU_VM_LEG=` runs them on CPython 3.11 too.
+TPU_VM_LEG := test_tpu_preflight.py test_recipes.py test_variants_cli.py \
+  test_baselines_cli.py test_gin_files.py test_tpu_job.py test_xla.py \
+  test_tpu_mesh.py test_tpu_model_fn.py
 
 test: install
 	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) \
-	  $(addprefix --ignore=,$(TPU_VM_ONLY)) $(PYTEST_ARGS) .
+	  $(addprefix --ignore=,$(TPU_VM_LEG)) $(PYTEST_ARGS) .
 
 # README's TPU VM installation on CPython 3.10 over PyPI's tensorflow==2.15.0
 # (the image's stand-in, in .tpu-vm/), and the mesh side's tests in it
@@ -79,7 +90,15 @@ test-tpu-vm:
 	  echo "error: $(PYTHON310) not found: the TPU VM leg needs CPython 3.10" \
 	       "(the TPU VM image's). Run 'make test-tpu-vm" \
 	       "PYTHON310=/path/to/python3.10'." >&2; exit 1; }
-	$(PYTHON310) .ci/tpu_vm_leg.py $(PYTEST_ARGS)
+	$(PYTHON310) .ci/tpu_vm_leg.py $(TPU_VM_LEG) $(PYTEST_ARGS)
+
+# The TPU VM leg's environment alone (.tpu-vm/, .venv-tpu): `.ci/run`
+# builds it while `make test` runs.
+tpu-vm-env:
+	@command -v $(PYTHON310) >/dev/null 2>&1 || { \
+	  echo "error: $(PYTHON310) not found: the TPU VM leg needs CPython 3.10." >&2; \
+	  exit 1; }
+	$(PYTHON310) .ci/tpu_vm_leg.py --environment-only
 
 # The test modules that neither run the stock CLI nor build many models (a
 # few minutes): `pytest -m "not slow"`.
@@ -90,4 +109,4 @@ demo: install
 	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)
 
 clean:
-	rm -rf $(VENV) .venv-tpu .tpu-vm build *.egg-info runs
+	rm -rf $(VENV) .venv-tpu .tpu-vm build *.egg-info runs $(BUILD_LOCK)

@@ -16,13 +16,24 @@ package into it with `--no-deps`. Here:
      Ubuntu's venv module);
   3. the virtualenv's TensorFlow must be the stand-in's (same version, same
      place) and no torch may be in it;
-  4. the mesh side's tests of the user's path run in it: every shipped gin
+  4. the test modules given (the Makefile's TPU_VM_LEG: every shipped gin
      file through the stock CLI, recipes 1 and 2 at tiny scale, the
-     TPU-mesh lowering (`SimdMeshImpl`, XLA) and the TPU preflight.
+     TPU-mesh lowering (`SimdMeshImpl`, XLA) and the TPU preflight) run in
+     it.
 
-Usage: python3.10 .ci/tpu_vm_leg.py [pytest arguments]
+Steps 1 and 2 run again only when what they read changed: the stand-in
+when its TensorFlow pin did, the replay when README's block or a lock file
+did (a stamp in `.venv-tpu`, as `make` keeps `.venv`), but for the line
+that installs the checkout, which runs every time; `make clean` removes
+both. `--environment-only` stops after step 3, so that CI builds
+this environment (downloads and unpacking, mostly) while the CPython 3.11
+suite runs (`.ci/run`).
+
+Usage: python3.10 .ci/tpu_vm_leg.py [--environment-only] [pytest arguments]
 """
 
+import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -35,19 +46,14 @@ WORK = os.path.join(REPO, ".tpu-vm")
 IMAGE_PYTHON = os.path.join(WORK, "image-python")
 # The image's TensorFlow, as PyPI builds it for a CPU.
 TENSORFLOW = "tensorflow==2.15.0"
-TEST_LOCK = "requirements-tpu-vm-test.lock"
-# The test modules of the TPU VM user's path.
-TEST_MODULES = (
-    "test_tpu_preflight.py",  # the preflight, README's tool command
-    "test_recipes.py",  # recipes 1 and 2, read from the README
-    "test_variants_cli.py",  # every variant's gin file, stock CLI
-    "test_baselines_cli.py",  # every baseline's gin file, stock CLI
-    "test_gin_files.py",  # every gin file's layers
-    "test_tpu_job.py",  # the TPU tool's commands
-    "test_xla.py",  # the TPU programs, compiled whole by XLA
-    "test_tpu_mesh.py",  # lowered on SimdMeshImpl meshes
-    "test_tpu_model_fn.py",  # mesh's TPU model function
-)
+VENV = os.path.join(REPO, ".venv-tpu")
+LOCKS = ("requirements-tpu-vm.lock", "requirements-tpu-vm-test.lock")
+TEST_LOCK = LOCKS[1]
+# The replay's stamp: what it read, hashed.
+REPLAY_STAMP = os.path.join(VENV, ".readme-replay")
+# Held while a command builds the checkout (`pip install .`): the
+# Makefile's `install` takes it too (flock), since both build in build/.
+BUILD_LOCK = os.path.join(REPO, ".checkout-build.lock")
 TENSORFLOW_PLACE = ("import tensorflow as tf; "
                     "print(tf.__version__, tf.__file__)")
 
@@ -103,19 +109,37 @@ def replay(lines: list, python3: str) -> None:
     if argv[0] == "python3":
       line = shlex.quote(python3) + line[len("python3"):]
     log("README: " + line)
-    run(["bash", "-c", "set -euo pipefail; " + line])
+    with open(BUILD_LOCK, "a") as lock:
+      if "." in argv:  # builds the checkout
+        fcntl.flock(lock, fcntl.LOCK_EX)
+      run(["bash", "-c", "set -euo pipefail; " + line])
 
 
-def main() -> int:
-  if sys.version_info[:2] != (3, 10):
-    sys.exit("tpu-vm: run with CPython 3.10 (the TPU VM image's), not %s"
-             % sys.version.split()[0])
+def replay_key(lines: list) -> str:
+  """What the replay read: README's block and the lock files, hashed."""
+  digest = hashlib.sha256("\n".join(lines).encode())
+  for name in LOCKS:
+    with open(os.path.join(REPO, name), "rb") as f:
+      digest.update(f.read())
+  return digest.hexdigest()
+
+
+def build_environment() -> str:
+  """Steps 1-3; returns `.venv-tpu`'s python."""
   python3 = build_image_python()
   image_tf = run([python3, "-c", TENSORFLOW_PLACE],
                  stderr=subprocess.DEVNULL).split()
-  shutil.rmtree(os.path.join(REPO, ".venv-tpu"), ignore_errors=True)
-  replay(readme_install_block(), python3)
-  venv_python = os.path.join(REPO, ".venv-tpu", "bin", "python")
+  lines = readme_install_block()
+  key = replay_key(lines)
+  if os.path.exists(REPLAY_STAMP) and open(REPLAY_STAMP).read() == key:
+    log("README's installation already replayed into .venv-tpu from "
+        "nothing, with this README and these locks; the checkout's own "
+        "installation again:")
+    replay([l for l in lines if "." in shlex.split(l)], python3)
+  else:
+    shutil.rmtree(VENV, ignore_errors=True)
+    replay(lines, python3)
+  venv_python = os.path.join(VENV, "bin", "python")
   venv_tf = run([venv_python, "-c", TENSORFLOW_PLACE],
                 stderr=subprocess.DEVNULL).split()
   if venv_tf != image_tf:
@@ -125,13 +149,28 @@ def main() -> int:
   run([venv_python, "-c", "import importlib.util, sys; "
        "sys.exit('torch is installed' if importlib.util.find_spec('torch') "
        "else 0)"])
-  run([venv_python, "-m", "pip", "install", "-q", "--no-deps", "-r",
-       TEST_LOCK])
-  log("tests: " + " ".join(TEST_MODULES))
+  if not os.path.exists(REPLAY_STAMP):
+    run([venv_python, "-m", "pip", "install", "-q", "--no-deps", "-r",
+         TEST_LOCK])
+    with open(REPLAY_STAMP, "w") as f:
+      f.write(key)
+  return venv_python
+
+
+def main() -> int:
+  if sys.version_info[:2] != (3, 10):
+    sys.exit("tpu-vm: run with CPython 3.10 (the TPU VM image's), not %s"
+             % sys.version.split()[0])
+  args = sys.argv[1:]
+  environment_only = "--environment-only" in args
+  venv_python = build_environment()
+  if environment_only:
+    return 0
+  log("tests: " + " ".join(args))
   argv = [venv_python, "-m", "pytest", "-q", "-rfEs", "-p",
           "no:cacheprovider", "-n", os.environ.get("TEST_WORKERS", "auto"),
           "--maxprocesses=4", "--dist", "loadfile",
-          "--no-loadscope-reorder"] + list(TEST_MODULES) + sys.argv[1:]
+          "--no-loadscope-reorder"] + args
   return subprocess.run(argv, cwd=os.path.join(REPO, "tests"),
                         check=False).returncode
 

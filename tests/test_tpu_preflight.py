@@ -197,17 +197,19 @@ def test_the_job_runs_the_cli_beside_its_interpreter():
   assert cloud_tpu.beside_interpreter(["gcloud", "x"]) == ["gcloud", "x"]
 
 
-def test_the_two_legs_run_every_module():
-  """What `make test` leaves to the TPU VM leg, that leg runs."""
+def test_the_two_legs_run_every_module_once():
+  """`make test` leaves the TPU VM user's modules to the TPU VM leg, which
+  runs them; CI runs both legs, the leg's environment built beside."""
   with open(os.path.join(conftest.REPO, "Makefile")) as f:
-    (only,) = re.findall(r"^TPU_VM_ONLY := (.*)$", f.read(), re.M)
-  with open(os.path.join(conftest.REPO, ".ci", "tpu_vm_leg.py")) as f:
-    leg = f.read()
-  (listed,) = re.findall(r"TEST_MODULES = \((.*?)\n\)", leg, re.S)
-  leg_modules = re.findall(r'"(test_\w+\.py)"', listed)
-  assert only.split() and set(only.split()) <= set(leg_modules)
-  for module in leg_modules:
+    makefile = f.read()
+  (listed,) = re.findall(r"^TPU_VM_LEG := ((?:.*\\\n)*.*)$", makefile, re.M)
+  leg = listed.replace("\\\n", " ").split()
+  assert len(leg) == len(set(leg)) > 3
+  for module in leg:
     assert os.path.isfile(os.path.join(conftest.REPO, "tests", module))
+  assert "$(addprefix --ignore=,$(TPU_VM_LEG))" in makefile
+  assert ".ci/tpu_vm_leg.py $(TPU_VM_LEG) $(PYTEST_ARGS)" in makefile
   with open(os.path.join(conftest.REPO, ".ci", "run")) as f:
     ci = f.read()
-  assert "make test\n" in ci and "make test-tpu-vm\n" in ci
+  assert "\nmake test\n" in ci and "\nmake test-tpu-vm\n" in ci
+  assert ci.index("make tpu-vm-env") < ci.index("\nmake test\n")
