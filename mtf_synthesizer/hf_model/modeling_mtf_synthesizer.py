@@ -32,7 +32,7 @@ import copy
 import functools
 import math
 import os
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -254,7 +254,13 @@ class MtfSynthesizerBlock(GradientCheckpointingLayer):
 
 
 class MtfSynthesizerPreTrainedModel(PreTrainedModel):
-  """Initialization as mesh's, and what transformers asks of a model."""
+  """Initialization as mesh's, and what transformers asks of a model.
+
+  The embedding getters and setters are transformers' own
+  (`EmbeddingAccessMixin`: `embed_tokens`, `model.embed_tokens`, the base
+  model's, `lm_head`); only `MtfSynthesizerModel`, whose input embedding
+  may be shared by both stacks, defines its own.
+  """
   config_class = MtfSynthesizerConfig
   base_model_prefix = "model"
   supports_gradient_checkpointing = True
@@ -266,6 +272,55 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   # Static caches and a compiled forward (generate's compile_config): the
   # stack reads a static cache's whole length, masked past the written part.
   _can_compile_fullgraph = True
+
+  def _decoding_cache(self, use_cache: Optional[bool],
+                      past_key_values: Optional[Cache],
+                      cross_attention: bool) -> Optional[Cache]:
+    """The call's cache: the given one, a new one, or None without caching.
+
+    Args:
+      use_cache: the call's (None: the config's).
+      past_key_values: the cache given, or None.
+      cross_attention: the decoder attends to an encoder (an
+        EncoderDecoderCache; else a DynamicCache).
+
+    Returns:
+      The cache to use, or None.
+    """
+    if not (self.config.use_cache if use_cache is None else use_cache):
+      return None
+    if past_key_values is None:
+      past_key_values = (EncoderDecoderCache(DynamicCache(), DynamicCache())
+                         if cross_attention else DynamicCache())
+    return past_key_values
+
+  def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    """The output layer: mesh scales tied embeddings by d_model^-1/2."""
+    if self.config.tie_word_embeddings:
+      hidden = hidden * self.config.d_model**-0.5
+    return self.lm_head(hidden)
+
+  def _output_loss(self, logits: torch.Tensor, targets: torch.Tensor,
+                   num_items_in_batch: Optional[Union[int, torch.Tensor]]
+                  ) -> torch.Tensor:
+    """mesh's loss of both heads (`training_mtf_synthesizer.mesh_loss`).
+
+    Not transformers' `self.loss_function`: mesh adds z_loss * log(Z)^2 per
+    token in training and can divide by every position
+    (`loss_denominator="positions"`), neither of which its losses do.
+
+    Args:
+      logits: [batch, length, vocab] of the positions that predict.
+      targets: [batch, length] the ids they predict (-100: ignored).
+      num_items_in_batch: as the heads' argument.
+
+    Returns:
+      The scalar loss.
+    """
+    return mesh_loss(logits, targets,
+                     self.config.z_loss if self.training else 0.0,
+                     self.config.loss_denominator == "positions",
+                     num_items_in_batch)
 
   def create_masks_for_generate(self, config, inputs_embeds, attention_mask,
                                 past_key_values, position_ids=None,
@@ -475,11 +530,135 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     self.gradient_checkpointing = False
     self.post_init()
 
-  def get_input_embeddings(self) -> nn.Embedding:
-    return self.embed_tokens
+  def _embedded(self, input_ids: Optional[torch.Tensor],
+                inputs_embeds: Optional[torch.Tensor],
+                prefix: str) -> torch.Tensor:
+    """[batch, t, d_model]: the ids' embeddings, or inputs_embeds, checked.
 
-  def set_input_embeddings(self, value: nn.Embedding) -> None:
-    self.embed_tokens = value
+    Args:
+      input_ids: [batch, t] or None.
+      inputs_embeds: [batch, t, d_model] or None (exactly one is given).
+      prefix: how the caller names the arguments ("decoder_" or "").
+
+    Returns:
+      The embeddings.
+    """
+    if (input_ids is None) == (inputs_embeds is None):
+      raise ValueError("give exactly one of %sinput_ids and %sinputs_embeds" %
+                       (prefix, prefix))
+    if inputs_embeds is None:
+      _check_ids(prefix + "input_ids", input_ids)
+      return _embed(self.embed_tokens, input_ids, prefix + "input_ids")
+    _check_embeds(prefix + "inputs_embeds", inputs_embeds,
+                  self.config.d_model)
+    return inputs_embeds
+
+  def _memory_span(self, past_key_values: Optional[Cache], t: int
+                  ) -> Tuple[Union[int, torch.Tensor], int, Optional[int]]:
+    """The self-attention's memory: (start, its length s, a static length).
+
+    Args:
+      past_key_values: the cache, or None.
+      t: the new positions.
+
+    Returns:
+      start: the cache's length (a tensor with a static cache, whose value
+        a compiled step never reads: the length check runs outside
+        compilation); s: the positions read, start + t, or a static cache's
+        whole length (the causal mask hides what is not written yet); the
+        static cache's length, or None.
+    """
+    cache = past_key_values
+    if isinstance(cache, EncoderDecoderCache):
+      cache = cache.self_attention_cache
+    start = cache.get_seq_length() if cache is not None else 0
+    static = _static_length(cache)
+    if static is None:
+      _check_length(self.has_tables, start + t, self.config)
+      return start, start + t, None
+    if not torch.compiler.is_compiling():
+      _check_length(self.has_tables, int(start) + t, self.config)
+    return start, static, static
+
+  def _positions(self, start: Union[int, torch.Tensor], t: int, s: int,
+                 static: Optional[int],
+                 attention_mask: Optional[torch.Tensor],
+                 position_ids: Optional[torch.Tensor],
+                 device: torch.device) -> Tuple[Positions, torch.Tensor]:
+    """The call's query and memory positions.
+
+    Per example where position_ids are given (left padding: each memory
+    position is the count of tokens before it) or the cache is static;
+    else start + arange(t) against arange(s).
+
+    Args:
+      start, t, s, static: as `_memory_span` gives them.
+      attention_mask: [batch, s] or None.
+      position_ids: [batch, t] or None.
+      device: the inputs' device.
+
+    Returns:
+      (Positions, the learned position table's rows for the queries).
+    """
+    query = _query_positions(start, t, static, device)
+    if position_ids is None and static is None:
+      return Positions(start, t, s), query[None]
+    if position_ids is None:
+      position_ids = query[None]
+    if attention_mask is None:  # no padding (generate() drops all-1 masks)
+      memory = torch.arange(s, device=device)[None].expand(
+          position_ids.shape[0], s)
+    else:
+      memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    if static is not None:  # positions past the tables are masked
+      memory = memory.clamp(max=self.config.synthesizer_max_length - 1)
+    return Positions(start, t, s, position_ids.long(), memory), position_ids
+
+  def _self_attention_biases(self, start: Union[int, torch.Tensor], t: int,
+                             s: int, static: Optional[int],
+                             attention_mask: Optional[torch.Tensor],
+                             floor: float, device: torch.device
+                             ) -> Iterable[Optional[torch.Tensor]]:
+    """Each block's self-attention bias: masks and relative bias, [.., t, s].
+
+    Computed once per stack: additive float32 biases, not transformers'
+    mask helpers (create_causal_mask may give a boolean mask or none for
+    sdpa), since the synthesized logits and the relative bias join them; a
+    masked position gets the dtype's minimum (`floor`), as in those
+    helpers.
+
+    Args:
+      start, t, s, static: as `_memory_span` gives them.
+      attention_mask: [batch, s] or None.
+      floor: `_floor` of the hidden states' dtype.
+      device: the inputs' device.
+
+    Returns:
+      One bias (or None) per block, in order.
+    """
+    config = self.config
+    causal = self.is_decoder
+    relative = (torch.arange(s, device=device)[None, :] -
+                _query_positions(start, t, static, device)[:, None])
+    mask = None
+    if causal:
+      mask = torch.zeros(t, s, device=device).masked_fill(
+          relative > 0, floor)[None, None]
+    mask = _join(mask, _padding_bias(attention_mask, floor), floor)
+    relative_type = config.relative_attention_type
+    if relative_type is None:
+      return [mask] * len(self.block)
+    buckets = relative_position_bucket(
+        relative, not causal, config.relative_attention_num_buckets,
+        config.relative_attention_max_distance)
+    def with_relative_bias(block):
+      table = block.layer[0].SelfAttention.relative_attention_bias
+      return _join(self._relative_bias(table, buckets), mask, floor)
+
+    if relative_type == "bias_shared":
+      return [with_relative_bias(self.block[0])] * len(self.block)
+    # One block's at a time, as the blocks run.
+    return (with_relative_bias(block) for block in self.block)
 
   def _relative_bias(self, table: nn.Embedding, buckets: torch.Tensor):
     """[t, s] buckets -> [1, heads, t, s] float32 (one embedding lookup)."""
@@ -527,97 +706,29 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
         config, output_attentions, output_hidden_states)
     # The arguments as the caller named them (a decoder's: decoder_...).
     prefix = "decoder_" if self.is_decoder and config.is_encoder_decoder else ""
-    if (input_ids is None) == (inputs_embeds is None):
-      raise ValueError("give exactly one of %sinput_ids and %sinputs_embeds" %
-                       (prefix, prefix))
-    if inputs_embeds is None:
-      _check_ids(prefix + "input_ids", input_ids)
-      inputs_embeds = _embed(self.embed_tokens, input_ids, prefix + "input_ids")
-    else:
-      _check_embeds(prefix + "inputs_embeds", inputs_embeds, config.d_model)
-    b, t = inputs_embeds.shape[:2]
-    device = inputs_embeds.device
-    self_cache = past_key_values
-    if isinstance(past_key_values, EncoderDecoderCache):
-      self_cache = past_key_values.self_attention_cache
-    start = self_cache.get_seq_length() if self_cache is not None else 0
-    static = _static_length(self_cache)
-    if static is None:
-      s = start + t
-      _check_length(self.has_tables, s, config)
-    else:
-      # The cache's whole length is read; the causal mask hides what is
-      # not written yet. `start` is a tensor, whose value a compiled step
-      # never reads (its length check runs outside compilation).
-      s = static
-      if not torch.compiler.is_compiling():
-        _check_length(self.has_tables, int(start) + t, config)
-    causal = self.is_decoder
-    if attention_mask is None and not causal and input_ids is not None:
+    x = self._embedded(input_ids, inputs_embeds, prefix)
+    b, t = x.shape[:2]
+    start, s, static = self._memory_span(past_key_values, t)
+    if attention_mask is None and not self.is_decoder and (
+        input_ids is not None):
       attention_mask = (input_ids != config.pad_token_id).long()
     if attention_mask is not None and static is not None:
       attention_mask = _static_mask(attention_mask, static)
-    if attention_mask is not None:
-      _check_mask(prefix + "attention_mask", attention_mask, b, s,
-                  "the cache's positions and the new ones")
-    if position_ids is not None and tuple(position_ids.shape) != (b, t):
-      raise ValueError("%sposition_ids must be [batch, length] = [%d, %d], got "
-                       "shape %s" % (prefix, b, t, tuple(position_ids.shape)))
-    if encoder_hidden_states is not None and (
-        encoder_attention_mask is not None):
-      _check_mask("attention_mask", encoder_attention_mask, b,
-                  encoder_hidden_states.shape[1], "the encoder's inputs")
-    if static is None:
-      query = torch.arange(start, s, device=device)
-    else:
-      query = torch.as_tensor(start, device=device) + torch.arange(
-          t, device=device)
-    memory_positions = torch.arange(s, device=device)
-    positions = Positions(start, t, s)
-    if position_ids is not None or static is not None:
-      if position_ids is None:
-        position_ids = query[None]
-      if attention_mask is None:  # no padding (generate() drops all-1 masks)
-        memory = memory_positions[None].expand(position_ids.shape[0], s)
-      else:
-        memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-      if static is not None:  # positions past the tables are masked
-        memory = memory.clamp(max=config.synthesizer_max_length - 1)
-      positions = Positions(start, t, s, position_ids.long(), memory)
-    x = inputs_embeds
+    _check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
+                        encoder_hidden_states, encoder_attention_mask)
+    positions, rows = self._positions(start, t, s, static, attention_mask,
+                                      position_ids, x.device)
     if hasattr(self, "embed_positions"):
       if static is None and s > config.max_position_embeddings:
         raise ValueError(
             "a sequence of length %d is longer than max_position_embeddings "
             "%d, the rows of the learned position table" % (
                 s, config.max_position_embeddings))
-      rows = query[None] if position_ids is None else position_ids
       x = x + self.embed_positions(rows)
     x = self.dropout(x)
-
-    # The masks and the shared relative bias: once per stack. They are
-    # additive float32 biases, not transformers' mask helpers
-    # (create_causal_mask may give a boolean mask or none for sdpa), since
-    # the synthesized logits and the relative bias join them; a masked
-    # position gets the dtype's minimum, as in those helpers.
     floor = _floor(x.dtype)
-    relative = memory_positions[None, :] - query[:, None]
-    mask = None
-    if causal:
-      mask = torch.zeros(t, s, device=device).masked_fill(
-          relative > 0, floor)[None, None]
-    mask = _join(mask, _padding_bias(attention_mask, floor), floor)
-    buckets = None
-    shared_bias = None
-    relative_type = config.relative_attention_type
-    if relative_type is not None:
-      buckets = relative_position_bucket(
-          relative, not causal, config.relative_attention_num_buckets,
-          config.relative_attention_max_distance)
-    if relative_type == "bias_shared":
-      table = self.block[0].layer[0].SelfAttention.relative_attention_bias
-      shared_bias = self._relative_bias(table, buckets)
-      shared_bias = _join(shared_bias, mask, floor)
+    self_bias = self._self_attention_biases(start, t, s, static,
+                                            attention_mask, floor, x.device)
     cross_bias = None
     if encoder_hidden_states is not None:
       cross_bias = _padding_bias(encoder_attention_mask, floor)
@@ -625,17 +736,9 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     hidden_states = () if output_hidden_states else None
     attentions = () if output_attentions else None
     cross_attentions = () if output_attentions and self.is_decoder else None
-    for block in self.block:
+    for block, bias in zip(self.block, self_bias):
       if output_hidden_states:
         hidden_states += (x,)
-      if relative_type == "bias":
-        table = block.layer[0].SelfAttention.relative_attention_bias
-        bias = self._relative_bias(table, buckets)
-        bias = _join(bias, mask, floor)
-      elif relative_type == "bias_shared":
-        bias = shared_bias
-      else:
-        bias = mask
       # The cache by keyword: gradient checkpointing drops it (a replayed
       # block would append its keys and values again).
       x, self_weights, cross_weights = block(
@@ -653,6 +756,35 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
         last_hidden_state=x, past_key_values=past_key_values,
         hidden_states=hidden_states, attentions=attentions,
         cross_attentions=cross_attentions)
+
+
+def _query_positions(start: Union[int, torch.Tensor], t: int,
+                     static: Optional[int],
+                     device: torch.device) -> torch.Tensor:
+  """[t]: start + arange(t) (start a tensor with a static cache)."""
+  if static is None:
+    return torch.arange(start, start + t, device=device)
+  return torch.as_tensor(start, device=device) + torch.arange(
+      t, device=device)
+
+
+def _check_stack_inputs(prefix: str, b: int, t: int, s: int,
+                        attention_mask: Optional[torch.Tensor],
+                        position_ids: Optional[torch.Tensor],
+                        encoder_hidden_states: Optional[torch.Tensor],
+                        encoder_attention_mask: Optional[torch.Tensor]
+                        ) -> None:
+  """Raises ValueError where a mask or the positions do not fit the call."""
+  if attention_mask is not None:
+    _check_mask(prefix + "attention_mask", attention_mask, b, s,
+                "the cache's positions and the new ones")
+  if position_ids is not None and tuple(position_ids.shape) != (b, t):
+    raise ValueError("%sposition_ids must be [batch, length] = [%d, %d], got "
+                     "shape %s" % (prefix, b, t, tuple(position_ids.shape)))
+  if encoder_hidden_states is not None and (
+      encoder_attention_mask is not None):
+    _check_mask("attention_mask", encoder_attention_mask, b,
+                encoder_hidden_states.shape[1], "the encoder's inputs")
 
 
 def _static_length(cache: Optional[Cache]) -> Optional[int]:
@@ -933,11 +1065,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
     elif not isinstance(encoder_outputs, ModelOutput):
       encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
     memory = encoder_outputs.last_hidden_state
-    use_cache = config.use_cache if use_cache is None else use_cache
-    if use_cache and past_key_values is None:
-      past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    if not use_cache:
-      past_key_values = None
+    past_key_values = self._decoding_cache(use_cache, past_key_values, True)
     decoded = self.decoder(
         input_ids=decoder_input_ids, attention_mask=decoder_attention_mask,
         inputs_embeds=decoder_inputs_embeds, encoder_hidden_states=memory,
@@ -969,18 +1097,6 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     if not (config.tie_word_embeddings and config.shared_embedding):
       self._tied_weights_keys = {}
     self.post_init()
-
-  def get_input_embeddings(self) -> nn.Embedding:
-    return self.model.get_input_embeddings()
-
-  def set_input_embeddings(self, value: nn.Embedding) -> None:
-    self.model.set_input_embeddings(value)
-
-  def get_output_embeddings(self) -> nn.Linear:
-    return self.lm_head
-
-  def set_output_embeddings(self, value: nn.Linear) -> None:
-    self.lm_head = value
 
   def get_encoder(self, modality=None):
     del modality
@@ -1045,17 +1161,11 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
                          error) from None
     else:
       out = model()
-    hidden = out.last_hidden_state
-    if self.config.tie_word_embeddings:
-      hidden = hidden * self.config.d_model**-0.5
-    logits = self.lm_head(hidden)
+    logits = self._output_logits(out.last_hidden_state)
     loss = None
     if labels is not None:
       _check_labels("labels", labels, logits)
-      loss = mesh_loss(logits, labels,
-                       self.config.z_loss if self.training else 0.0,
-                       self.config.loss_denominator == "positions",
-                       num_items_in_batch)
+      loss = self._output_loss(logits, labels, num_items_in_batch)
     return Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
         decoder_hidden_states=out.decoder_hidden_states,
@@ -1117,18 +1227,6 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     if not config.tie_word_embeddings:
       self._tied_weights_keys = {}
     self.post_init()
-
-  def get_input_embeddings(self) -> nn.Embedding:
-    return self.model.embed_tokens
-
-  def set_input_embeddings(self, value: nn.Embedding) -> None:
-    self.model.embed_tokens = value
-
-  def get_output_embeddings(self) -> nn.Linear:
-    return self.lm_head
-
-  def set_output_embeddings(self, value: nn.Linear) -> None:
-    self.lm_head = value
 
   def get_decoder(self):
     return self.model
@@ -1192,21 +1290,15 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
-    use_cache = config.use_cache if use_cache is None else use_cache
-    if use_cache and past_key_values is None:
-      past_key_values = DynamicCache()
-    if not use_cache:
-      past_key_values = None
+    past_key_values = self._decoding_cache(use_cache, past_key_values,
+                                           False)
     out = self.model(
         input_ids=input_ids, attention_mask=attention_mask,
         inputs_embeds=inputs_embeds, position_ids=position_ids,
         past_key_values=past_key_values,
         output_attentions=output_attentions,
         output_hidden_states=output_hidden_states, return_dict=True)
-    hidden = out.last_hidden_state
-    if config.tie_word_embeddings:
-      hidden = hidden * config.d_model**-0.5
-    logits = self.lm_head(hidden)
+    logits = self._output_logits(out.last_hidden_state)
     loss = None
     predicting = logits
     if shift_labels is not None:  # as given (labels, if any, are unused)
@@ -1215,10 +1307,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
       _check_labels("labels", labels, logits)
       predicting, shift_labels = logits[:, :-1], labels[:, 1:]
     if shift_labels is not None:
-      loss = mesh_loss(predicting, shift_labels,
-                       config.z_loss if self.training else 0.0,
-                       config.loss_denominator == "positions",
-                       num_items_in_batch)
+      loss = self._output_loss(predicting, shift_labels, num_items_in_batch)
     return CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
         hidden_states=out.hidden_states, attentions=out.attentions)
