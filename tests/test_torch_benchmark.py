@@ -348,7 +348,8 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
   assert conftest.run_tool("benchmark_torch.py", flags) == 0
   assert not compiled  # static alone: transformers' choice (not a CPU)
   capsys.readouterr()
-  assert conftest.run_tool("benchmark_torch.py", flags + ["--compile"]) == 0
+  assert conftest.run_tool("benchmark_torch.py", flags + [
+      "--compile", "--compile_scope", "model"]) == 0
   text = capsys.readouterr().out
   assert "torch.compile (training step; generate()'s decoding steps)" in text
   models = [fn for fn in compiled if isinstance(fn, torch.nn.Module)]
@@ -360,6 +361,73 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
   assert steps == models, (compiled, models)
   assert min(limits) >= 2 * 3 and min(limits) > limit
   assert dynamo_config.recompile_limit == limit
+
+
+def test_compile_compiles_each_block_and_not_the_model(capsys, monkeypatch):
+  """--compile (regional, the default scope): every repeated block of each
+  model, T5's T5Block and the Synthesizer's MtfSynthesizerBlock, is
+  compiled in place and nothing else (torch.compile is stubbed: what is
+  compiled is recorded), generate() does not compile its whole step, and
+  the report gives each model's first step and generate()."""
+  compiled, configs = [], []
+
+  def record(fn, **kwargs):
+    del kwargs
+    compiled.append(fn)
+    return fn
+
+  config = torch_benchmark_measure._generation_config  # pylint: disable=protected-access
+
+  def recorded_config(*args):
+    configs.append(config(*args))
+    return configs[-1]
+
+  monkeypatch.setattr(torch, "compile", record)
+  monkeypatch.setattr(torch_benchmark_measure, "_generation_config",
+                      recorded_config)
+  flags = TINY_FLAGS + ["--variants", "D+V", "--steps", "1",
+                        "--cache_implementation", "static", "--compile"]
+  assert conftest.run_tool("benchmark_torch.py", flags) == 0
+  text = capsys.readouterr().out
+  owners = [type(getattr(fn, "__self__", fn)).__name__ for fn in compiled]
+  # One encoder and one decoder block per model: T5, V, D+V.
+  assert owners == ["T5Block"] * 2 + ["MtfSynthesizerBlock"] * 4, owners
+  assert configs and all(c.disable_compile and c.compile_config is None
+                         for c in configs)
+  assert "torch.compile of each repeated block" in text
+  (line,) = [l for l in text.splitlines()
+             if l.startswith("- compilation (each repeated block")]
+  for label in ("T5", "V", "D+V"):
+    assert re.search(r"\b%s \d+\.\d / \d+\.\d" % re.escape(label),
+                     line), line
+
+
+def test_compiled_blocks_train_as_the_eager_model():
+  """A tiny D+V's loss and gradients with its blocks compiled (inductor, on
+  the CPU) equal the eager model's."""
+  model = torch_benchmark.build_model("D+V", TINY, "sdpa", 0, 0.0, True)
+  batch = {"input_ids": torch.randint(2, TINY.vocab_size, (2, 16),
+                                      generator=torch.Generator().manual_seed(0)),
+           "labels": torch.randint(2, TINY.vocab_size, (2, 8),
+                                   generator=torch.Generator().manual_seed(1))}
+
+  def step():
+    model.zero_grad(set_to_none=True)
+    loss = model(**batch, use_cache=False).loss
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone()
+                           for n, p in model.named_parameters()
+                           if p.grad is not None}
+
+  eager_loss, eager_grads = step()
+  assert torch_benchmark_measure.compile_blocks(model) == 2
+  compiled_loss, compiled_grads = step()
+  torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-5,
+                             atol=1e-6)
+  assert compiled_grads.keys() == eager_grads.keys()
+  for name, grad in eager_grads.items():
+    torch.testing.assert_close(compiled_grads[name], grad, rtol=1e-4,
+                               atol=1e-6, msg=name)
 
 
 def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,

@@ -63,9 +63,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--attn_implementation", default="sdpa",
                       choices=torch_benchmark.ATTN_IMPLEMENTATIONS)
   parser.add_argument("--compile", action="store_true",
-                      help="torch.compile the training step's model call "
-                      "and, with --cache_implementation static, "
-                      "generate()'s decoding steps on every device")
+                      help="torch.compile, as --compile_scope says")
+  parser.add_argument("--compile_scope", default="blocks",
+                      choices=("blocks", "model"),
+                      help="with --compile: blocks compiles each repeated "
+                      "block once for every call (regional); model "
+                      "compiles the training step's model call and, with "
+                      "--cache_implementation static, generate()'s whole "
+                      "decoding step on every device")
   parser.add_argument("--steps", type=int, default=None,
                       help="timed training steps per model (default: %s)" %
                       ", ".join("%d on %s" % (v[0], k)
@@ -112,7 +117,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       rounds=rounds if args.rounds is None else args.rounds,
       generate_repeats=(repeats if args.generate_repeats is None
                         else args.generate_repeats),
-      compile=args.compile, learning_rate=args.learning_rate,
+      compile=args.compile, compile_scope=args.compile_scope,
+      learning_rate=args.learning_rate,
       seed=args.seed, device=str(device), threads=args.threads,
       dropout_rate=args.dropout_rate,
       relative_bias=not args.no_relative_bias,

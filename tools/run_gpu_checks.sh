@@ -3,22 +3,26 @@
 # Licensed under the Apache License, Version 2.0.
 #
 # The GPU checks of docs/pytorch_benchmark.md in one run that fits a time
-# budget: the device check, the gpu preset, the fused path's open choices,
-# the gpu-long preset, one profiled step of D+V and FD, and a compiled
-# training step with a static cache. Each step's output goes to OUT_DIR;
-# a step gets at most its own limit and what is left of the budget, in
-# this order (most needed first). STEPS, comma-separated, runs those
-# steps only (check, gpu, choices, long, profile, profile_mixtures,
-# compiled), each with the whole budget as its limit.
+# budget: the device check, every model compiled (training and static-cache
+# generate(), each repeated block compiled once: --compile's regional
+# scope), the gpu preset eager, the fused path's open choices, the gpu-long
+# preset, one profiled step of the mixtures. Each step's output goes to
+# OUT_DIR; a step gets at most its own limit and what is left of the
+# budget, in this order (most needed first). STEPS, comma-separated, runs
+# those steps only (check, compiled, gpu, choices, long, profile,
+# profile_mixtures), each with the whole budget as its limit.
 #
 #   tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON] [STEPS]
 #   tools/run_gpu_checks.sh runs/gpu 570 python3
 #   tools/run_gpu_checks.sh runs/gpu 540 python3 profile_mixtures,compiled
 #
-# The compiled step compiles four models (T5, V, D+V, R+V), training and
-# decoding steps: about 80 to 100 s a model on a 2-core CPU at the gpu
-# preset's graph (docs/pytorch_benchmark.md), so it needs a run of its own.
-
+# A rehearsal on a CPU, the same steps at small dims (PRESET and DEVICE
+# replace the benchmark's --preset gpu and its device; the CUDA-only
+# choices step is skipped):
+#
+#   DEVICE=cpu PRESET=cpu-host tools/run_gpu_checks.sh runs/rehearsal 900 \
+#       .venv/bin/python
+#
 set -u
 usage="usage: tools/run_gpu_checks.sh OUT_DIR [BUDGET] [PYTHON] [STEPS]"
 out=${1:?$usage}
@@ -57,21 +61,26 @@ print(sys.version.split()[0], torch.__version__, transformers.__version__)"
 } > "$out/versions.txt" 2>&1
 cat "$out/versions.txt"
 
-bench="$python tools/benchmark_torch.py"
+preset=${PRESET:-gpu}
+bench="$python tools/benchmark_torch.py ${DEVICE:+--device $DEVICE}"
+long=gpu-long
+[[ "$preset" != gpu ]] && long=$preset
 step check 70 "$python" tools/check_torch_device.py --output_dir "$out/check"
-step gpu 210 $bench --preset gpu --output_dir "$out/gpu"
-step choices 90 "$python" tools/compare_cuda_choices.py --rounds 6 \
-    --repeats 3 --output_dir "$out/choices"
-step long 110 $bench --preset gpu-long --variants R,D,D+V \
-    --generate_repeats 1 --output_dir "$out/long"
-step profile 60 $bench --preset gpu --variants D+V,FD --warmup 1 --steps 1 \
-    --rounds 1 --generate_repeats 0 --profile_dir "$out/profile" \
-    --output_dir "$out/profile_run"
-step profile_mixtures 60 $bench --preset gpu --variants R+V,FR+V --warmup 1 \
-    --steps 1 --rounds 1 --generate_repeats 0 \
-    --profile_dir "$out/profile_mixtures" \
-    --output_dir "$out/profile_mixtures_run"
-step compiled 420 $bench --preset gpu --variants D+V,R+V --compile \
+step compiled 240 $bench --preset "$preset" --compile \
     --cache_implementation static --warmup 1 --steps 2 --rounds 1 \
     --generate_repeats 1 --output_dir "$out/compiled"
+step gpu 150 $bench --preset "$preset" --output_dir "$out/gpu"
+if [[ "${DEVICE:-cuda}" == cuda ]]; then
+  step choices 60 "$python" tools/compare_cuda_choices.py --rounds 6 \
+      --repeats 3 --output_dir "$out/choices"
+fi
+step long 80 $bench --preset "$long" --variants R,D,D+V \
+    --generate_repeats 1 --output_dir "$out/long"
+step profile 40 $bench --preset "$preset" --variants D+V,FD --warmup 1 \
+    --steps 1 --rounds 1 --generate_repeats 0 --profile_dir "$out/profile" \
+    --output_dir "$out/profile_run"
+step profile_mixtures 40 $bench --preset "$preset" --variants R+V,FR+V \
+    --warmup 1 --steps 1 --rounds 1 --generate_repeats 0 \
+    --profile_dir "$out/profile_mixtures" \
+    --output_dir "$out/profile_mixtures_run"
 echo "== done $(date -u +%T)"

@@ -208,7 +208,11 @@ def run(dims: Dims, settings: Settings,
       if not offload:
         model.to(device)
       optimizer = measure.make_optimizer(model, settings.learning_rate)
-      forward = torch.compile(model) if settings.compile else model
+      forward = model
+      if settings.compile and settings.compile_scope == "model":
+        forward = torch.compile(model)
+      elif settings.compile:
+        measure.compile_blocks(model)
       entry = measure.Entry(label, components.get(label, ()), model,
                             optimizer, forward)
       entry.train_flops = flops.training_flops(dims, entry.components,
@@ -271,15 +275,16 @@ def _measure_round(entry: measure.Entry, r: int, settings: Settings,
     peak = torch.cuda.max_memory_allocated(device) - base
     entry.peak_bytes = max(entry.peak_bytes or 0, peak)
   if settings.generate_repeats and r == 0:
-    measure.generate(entry.model, inputs, dims, device,
-                     settings.cache_implementation,
-                     compiled=settings.compile)  # warmup (and compilation)
+    seconds, _ = measure.generate(  # warmup (and compilation)
+        entry.model, inputs, dims, device, settings.cache_implementation,
+        compiled=settings.compiles_generate)
+    entry.first_generate_s = seconds
     entry.decode_ops_per_step = measure.decode_operator_calls(
         entry.model, inputs, dims, device)
   for _ in range(generate_calls):
     seconds, tokens = measure.generate(entry.model, inputs, dims, device,
                                        settings.cache_implementation,
-                                       compiled=settings.compile)
+                                       compiled=settings.compiles_generate)
     entry.generate_s.append(seconds)
     entry.generated = tokens
   if settings.profile_dir and r == 0:

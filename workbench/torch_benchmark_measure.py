@@ -200,6 +200,9 @@ class Entry:
       (`torch_benchmark_flops.training_flops`).
     decode_ops_per_step: `decode_operator_calls`.
     losses: every training step's loss.
+    first_step_s: the first training step's seconds (with `compile`, the
+      compilation's too).
+    first_generate_s: the first `generate()`'s seconds (likewise).
     error: None, or why the model stopped.
   """
   label: str
@@ -216,6 +219,8 @@ class Entry:
   train_flops: Dict[str, int] = dataclasses.field(default_factory=dict)
   decode_ops_per_step: Optional[float] = None
   losses: List[float] = dataclasses.field(default_factory=list)
+  first_step_s: Optional[float] = None
+  first_generate_s: Optional[float] = None
   error: Optional[str] = None
 
 
@@ -232,12 +237,49 @@ def train_step(entry: Entry, batch: Dict[str, torch.Tensor],
   sync(device)
   seconds = time.perf_counter() - start
   entry.losses.append(float(loss.detach()))
+  if entry.first_step_s is None:
+    entry.first_step_s = seconds
   return seconds
+
+
+def compile_blocks(model: torch.nn.Module) -> int:
+  """Compiles each repeated block of the model in place (regional).
+
+  The blocks are the modules whose class the model names in
+  `_no_split_modules` (transformers' name for its repeated layer): the
+  stacks' identical blocks share one compiled graph, so compiling costs
+  about one block's graph per stack and call shape instead of the whole
+  unrolled model.
+
+  Args:
+    model: a transformers model.
+
+  Returns:
+    How many modules were compiled.
+  """
+  classes = set(getattr(model, "_no_split_modules", None) or ())
+  blocks = [m for m in model.modules() if type(m).__name__ in classes]
+  if not blocks:
+    raise ValueError("%s names no repeated block in _no_split_modules" %
+                     type(model).__name__)
+  for block in blocks:
+    block.compile()
+  return len(blocks)
+
+
+def blocks_compiled(model: torch.nn.Module) -> bool:
+  """Whether a module of the model was compiled in place (`compile_blocks`).
+  """
+  # nn.Module.compile() keeps the compiled call here.
+  return any(getattr(m, "_compiled_call_impl", None) is not None
+             for m in model.modules())
 
 
 def _generation_config(dims: bench_models.Dims,
                        cache_implementation: Optional[str],
-                       compiled: bool) -> transformers.GenerationConfig:
+                       compiled: bool,
+                       blocks_compiled: bool = False
+                      ) -> transformers.GenerationConfig:
   """Greedy decoding of exactly `dims.new_tokens` tokens.
 
   Args:
@@ -246,6 +288,9 @@ def _generation_config(dims: bench_models.Dims,
     compiled: with a static cache, the decoding steps are compiled on every
       device (transformers compiles them on CUDA by itself; its
       `CompileConfig` reaches a CPU through `_compile_all_devices`).
+    blocks_compiled: the model's blocks are compiled (`compile_blocks`):
+      transformers' own compilation of the whole step is turned off, so
+      that the blocks' graphs serve the decoding steps too.
 
   Returns:
     The GenerationConfig.
@@ -260,7 +305,8 @@ def _generation_config(dims: bench_models.Dims,
       do_sample=False, num_beams=1, use_cache=True, pad_token_id=0,
       eos_token_id=1, decoder_start_token_id=0,
       cache_implementation=cache_implementation,
-      compile_config=compile_config)
+      compile_config=compile_config,
+      disable_compile=True if blocks_compiled else None)
 
 
 def generate(model: torch.nn.Module, inputs: Dict[str, torch.Tensor],
@@ -274,7 +320,8 @@ def generate(model: torch.nn.Module, inputs: Dict[str, torch.Tensor],
   encoder's left out). `compiled`: see `_generation_config`.
   """
   model.eval()
-  config = _generation_config(dims, cache_implementation, compiled)
+  config = _generation_config(dims, cache_implementation, compiled,
+                              blocks_compiled(model))
   sync(device)
   start = time.perf_counter()
   with autocast(device), torch.no_grad():

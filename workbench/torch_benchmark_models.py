@@ -120,10 +120,18 @@ class Settings:
     rounds: rounds of turns (at most `steps`).
     generate_repeats: timed `generate()` calls per model (split over the
       rounds, the first rounds first); 0 skips generation.
-    compile: the training step's model call goes through `torch.compile`
-      (default mode) and, with a static cache, `generate()` compiles its
-      decoding steps on every device (transformers' own choice on CUDA;
-      a CPU too). The warmup pays the compilation.
+    compile: compile with `torch.compile` (default mode), as
+      `compile_scope` says. The warmup pays the compilation; the report
+      gives each model's first training step and first `generate()`.
+    compile_scope: with `compile`, "blocks" (regional compilation): each
+      repeated block (the classes in the model's `_no_split_modules`,
+      `MtfSynthesizerBlock`, T5's `T5Block`) is compiled with
+      `nn.Module.compile`, so that a stack's identical blocks share one
+      compiled graph, and every call runs them compiled, the training step
+      and `generate()` alike; or "model": the training step's model call
+      goes through `torch.compile(model)` and, with a static cache,
+      `generate()` compiles its whole decoding step (transformers'
+      `CompileConfig`, on every device).
     learning_rate: AdamW's.
     seed: of the weights (per model) and of the batch (one for all).
     device: "cuda", "cpu", or None: CUDA when present.
@@ -146,6 +154,7 @@ class Settings:
   rounds: int = 2
   generate_repeats: int = 2
   compile: bool = False
+  compile_scope: str = "blocks"
   learning_rate: float = 1e-4
   seed: int = 0
   device: Optional[str] = None
@@ -154,6 +163,12 @@ class Settings:
   relative_bias: bool = True
   cache_implementation: Optional[str] = None
   profile_dir: Optional[str] = None
+
+  @property
+  def compiles_generate(self) -> bool:
+    """generate() compiles its whole decoding step (compile_scope "model").
+    """
+    return self.compile and self.compile_scope == "model"
 
 
 def _load_by_path(name: str, path: str, package_dir: Optional[str] = None):

@@ -72,7 +72,7 @@ def write_profile(entry: measure.Entry, batch: Dict[str, torch.Tensor],
                     _profiled(device, lambda: measure.generate(
                         entry.model, inputs, dims, device,
                         settings.cache_implementation,
-                        compiled=settings.compile)))
+                        compiled=settings.compiles_generate)))
   os.makedirs(settings.profile_dir, exist_ok=True)
   path = profile_path(settings.profile_dir, entry.label)
   with open(path, "w") as f:

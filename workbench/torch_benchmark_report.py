@@ -76,6 +76,8 @@ def make_report(entries: List[measure.Entry], dims: bench_models.Dims,
         "state_bytes": measure.state_bytes(entry.model, entry.optimizer),
         "loss_first": entry.losses[0] if entry.losses else None,
         "loss_last": entry.losses[-1] if entry.losses else None,
+        "first_step_s": entry.first_step_s,
+        "first_generate_s": entry.first_generate_s,
         "error": entry.error,
     })
   by_label = {r["label"]: r for r in results}
@@ -142,7 +144,9 @@ def markdown(report: Dict[str, Any]) -> str:
           settings["generate_repeats"],
           ("; torch.compile (training step%s)" % (
               "; generate()'s decoding steps"
-              if settings.get("cache_implementation") == "static" else ""))
+              if settings.get("cache_implementation") == "static" else "")
+           if settings.get("compile_scope", "model") == "model" else
+           "; torch.compile of each repeated block (every call)")
           if settings["compile"] else "",
           "; generate() with a %s cache" % settings["cache_implementation"]
           if settings.get("cache_implementation") else "",
@@ -164,6 +168,16 @@ def markdown(report: Dict[str, Any]) -> str:
         "over the matmul peak measured in this run: %s (%d x %d %s matmul)" %
         (_flops_per_s(matmul["flops_per_s"]), matmul["size"], matmul["size"],
          matmul["dtype"]))
+  if settings["compile"]:
+    lines.append(
+        "- compilation (%s): seconds of each model's first training step "
+        "and first generate(), compiling included: %s" % (
+            "each repeated block, regional" if settings.get(
+                "compile_scope", "model") == "blocks" else "the whole model",
+            "; ".join("%s %s / %s" % (r["label"],
+                                      _number(r.get("first_step_s"), 1),
+                                      _number(r.get("first_generate_s"), 1))
+                      for r in report["results"])))
   if report.get("command"):
     lines.append("- command: `%s`" % report["command"])
   if report["device_type"] != "cuda":
