@@ -364,7 +364,7 @@ def test_compile_with_a_static_cache_compiles_generate_on_a_cpu(
 
 
 def test_compile_compiles_each_block_and_not_the_model(capsys, monkeypatch):
-  """--compile (regional, the default scope): every repeated block of each
+  """--compile --compile_scope blocks (regional): every repeated block of each
   model, T5's T5Block and the Synthesizer's MtfSynthesizerBlock, is
   compiled in place and nothing else (torch.compile is stubbed: what is
   compiled is recorded), generate() does not compile its whole step, and
@@ -386,7 +386,8 @@ def test_compile_compiles_each_block_and_not_the_model(capsys, monkeypatch):
   monkeypatch.setattr(torch_benchmark_measure, "_generation_config",
                       recorded_config)
   flags = TINY_FLAGS + ["--variants", "D+V", "--steps", "1",
-                        "--cache_implementation", "static", "--compile"]
+                        "--cache_implementation", "static", "--compile",
+                        "--compile_scope", "blocks"]
   assert conftest.run_tool("benchmark_torch.py", flags) == 0
   text = capsys.readouterr().out
   owners = [type(getattr(fn, "__self__", fn)).__name__ for fn in compiled]

@@ -64,10 +64,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       choices=torch_benchmark.ATTN_IMPLEMENTATIONS)
   parser.add_argument("--compile", action="store_true",
                       help="torch.compile, as --compile_scope says")
-  parser.add_argument("--compile_scope", default="blocks",
+  parser.add_argument("--compile_scope", default="model",
                       choices=("blocks", "model"),
                       help="with --compile: blocks compiles each repeated "
-                      "block once for every call (regional); model "
+                      "block in place for every call (regional; see "
+                      "docs/pytorch_benchmark.md); model (default) "
                       "compiles the training step's model call and, with "
                       "--cache_implementation static, generate()'s whole "
                       "decoding step on every device")

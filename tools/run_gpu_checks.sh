@@ -4,8 +4,8 @@
 #
 # The GPU checks of docs/pytorch_benchmark.md in one run that fits a time
 # budget: the device check, every model compiled (training and static-cache
-# generate(), each repeated block compiled once: --compile's regional
-# scope), the gpu preset eager, the fused path's open choices, the gpu-long
+# generate(), --compile --compile_scope blocks: each repeated block compiled
+# in place), the gpu preset eager, the fused path's open choices, the gpu-long
 # preset, one profiled step of the mixtures. Each step's output goes to
 # OUT_DIR; a step gets at most its own limit and what is left of the
 # budget, in this order (most needed first). STEPS, comma-separated, runs
@@ -66,7 +66,7 @@ bench="$python tools/benchmark_torch.py ${DEVICE:+--device $DEVICE}"
 long=gpu-long
 [[ "$preset" != gpu ]] && long=$preset
 step check 70 "$python" tools/check_torch_device.py --output_dir "$out/check"
-step compiled 240 $bench --preset "$preset" --compile \
+step compiled 240 $bench --preset "$preset" --compile --compile_scope blocks \
     --cache_implementation static --warmup 1 --steps 2 --rounds 1 \
     --generate_repeats 1 --output_dir "$out/compiled"
 step gpu 150 $bench --preset "$preset" --output_dir "$out/gpu"

@@ -123,7 +123,9 @@ class Settings:
     compile: compile with `torch.compile` (default mode), as
       `compile_scope` says. The warmup pays the compilation; the report
       gives each model's first training step and first `generate()`.
-    compile_scope: with `compile`, "blocks" (regional compilation): each
+    compile_scope: with `compile`, "model" (the default) or "blocks"
+      (regional compilation, docs/pytorch_benchmark.md says what it does
+      so far): each
       repeated block (the classes in the model's `_no_split_modules`,
       `MtfSynthesizerBlock`, T5's `T5Block`) is compiled with
       `nn.Module.compile`, so that a stack's identical blocks share one
@@ -154,7 +156,7 @@ class Settings:
   rounds: int = 2
   generate_repeats: int = 2
   compile: bool = False
-  compile_scope: str = "blocks"
+  compile_scope: str = "model"
   learning_rate: float = 1e-4
   seed: int = 0
   device: Optional[str] = None
