@@ -48,9 +48,9 @@ import types
 
 _HF_MODULE = "t5.models.hf_model"
 _PACKAGE = "mtf_synthesizer"
-# Imported after the package, it brings the package's mesh layers
-# (`mtf_synthesizer.LAYERS_WITH_MODULE`).
-_MESH_TRANSFORMER = "mesh_tensorflow.transformer"
+# The module whose import brings the package's mesh layers, whichever of
+# the two comes first (`mtf_synthesizer/__init__.py` reads it here).
+LAYERS_WITH_MODULE = "mesh_tensorflow.transformer"
 # How the stock CLI appears in sys.argv[0]: the console script, or t5's
 # module run with `python -m`.
 _STOCK_CLI = ("t5_mesh_transformer", "mesh_transformer_main.py")
@@ -145,7 +145,7 @@ class _Finder(importlib.abc.MetaPathFinder):
       return importlib.machinery.ModuleSpec(fullname, _HfModelStandIn())
     elif fullname == _PACKAGE and is_stock_cli():
       return _wrapped_spec(fullname, path, _run_cli_entry)
-    elif fullname == _MESH_TRANSFORMER and _PACKAGE in sys.modules:
+    elif fullname == LAYERS_WITH_MODULE and _PACKAGE in sys.modules:
       return _wrapped_spec(fullname, path, _import_package_layers)
     return None
 

@@ -110,9 +110,14 @@ def replay(lines: list, python3: str) -> None:
       line = shlex.quote(python3) + line[len("python3"):]
     log("README: " + line)
     with open(BUILD_LOCK, "a") as lock:
-      if "." in argv:  # builds the checkout
+      if builds_checkout(line):
         fcntl.flock(lock, fcntl.LOCK_EX)
       run(["bash", "-c", "set -euo pipefail; " + line])
+
+
+def builds_checkout(line: str) -> bool:
+  """Whether a README line installs the checkout itself (`pip install .`)."""
+  return "." in shlex.split(line)
 
 
 def replay_key(lines: list) -> str:
@@ -131,11 +136,15 @@ def build_environment() -> str:
                  stderr=subprocess.DEVNULL).split()
   lines = readme_install_block()
   key = replay_key(lines)
-  if os.path.exists(REPLAY_STAMP) and open(REPLAY_STAMP).read() == key:
+  replayed = None
+  if os.path.exists(REPLAY_STAMP):
+    with open(REPLAY_STAMP) as f:
+      replayed = f.read()
+  if replayed == key:
     log("README's installation already replayed into .venv-tpu from "
         "nothing, with this README and these locks; the checkout's own "
         "installation again:")
-    replay([l for l in lines if "." in shlex.split(l)], python3)
+    replay([l for l in lines if builds_checkout(l)], python3)
   else:
     shutil.rmtree(VENV, ignore_errors=True)
     replay(lines, python3)

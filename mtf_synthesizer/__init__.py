@@ -41,7 +41,7 @@ layers does not import `t5.models`.
 import importlib
 import sys
 
-import _mtf_synthesizer_hooks  # pylint: disable=unused-import
+import _mtf_synthesizer_hooks
 import gin
 
 from mtf_synthesizer import attentions  # the table (no TensorFlow)
@@ -79,8 +79,8 @@ _LAYERS = {
 
 
 _importing_layers = False
-# The module whose import brings the layers (`_mtf_synthesizer_hooks`).
-LAYERS_WITH_MODULE = "mesh_tensorflow.transformer"
+# The module whose import brings the layers.
+LAYERS_WITH_MODULE = _mtf_synthesizer_hooks.LAYERS_WITH_MODULE
 
 
 def import_layers() -> None:

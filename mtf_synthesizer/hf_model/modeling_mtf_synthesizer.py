@@ -580,11 +580,11 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       _check_length(self.has_tables, int(start) + t, self.config)
     return start, static, static
 
-  def _positions(self, start: Union[int, torch.Tensor], t: int, s: int,
-                 static: Optional[int],
+  def _positions(self, start: Union[int, torch.Tensor], query: torch.Tensor,
+                 s: int, static: Optional[int],
                  attention_mask: Optional[torch.Tensor],
-                 position_ids: Optional[torch.Tensor],
-                 device: torch.device) -> Tuple[Positions, torch.Tensor]:
+                 position_ids: Optional[torch.Tensor]
+                 ) -> Tuple[Positions, torch.Tensor]:
     """The call's query and memory positions.
 
     Per example where position_ids are given (left padding: each memory
@@ -592,21 +592,21 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     else start + arange(t) against arange(s).
 
     Args:
-      start, t, s, static: as `_memory_span` gives them.
+      start, s, static: as `_memory_span` gives them.
+      query: [t] the queries' positions (`_query_positions`).
       attention_mask: [batch, s] or None.
       position_ids: [batch, t] or None.
-      device: the inputs' device.
 
     Returns:
       (Positions, the learned position table's rows for the queries).
     """
-    query = _query_positions(start, t, static, device)
+    t = query.shape[0]
     if position_ids is None and static is None:
       return Positions(start, t, s), query[None]
     if position_ids is None:
       position_ids = query[None]
     if attention_mask is None:  # no padding (generate() drops all-1 masks)
-      memory = torch.arange(s, device=device)[None].expand(
+      memory = torch.arange(s, device=query.device)[None].expand(
           position_ids.shape[0], s)
     else:
       memory = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
@@ -614,10 +614,9 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       memory = memory.clamp(max=self.config.synthesizer_max_length - 1)
     return Positions(start, t, s, position_ids.long(), memory), position_ids
 
-  def _self_attention_biases(self, start: Union[int, torch.Tensor], t: int,
-                             s: int, static: Optional[int],
+  def _self_attention_biases(self, query: torch.Tensor, s: int,
                              attention_mask: Optional[torch.Tensor],
-                             floor: float, device: torch.device
+                             floor: float
                              ) -> Iterable[Optional[torch.Tensor]]:
     """Each block's self-attention bias: masks and relative bias, [.., t, s].
 
@@ -628,21 +627,21 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     helpers.
 
     Args:
-      start, t, s, static: as `_memory_span` gives them.
+      query: [t] the queries' positions (`_query_positions`).
+      s: the memory's length (`_memory_span`).
       attention_mask: [batch, s] or None.
       floor: `_floor` of the hidden states' dtype.
-      device: the inputs' device.
 
     Returns:
       One bias (or None) per block, in order.
     """
     config = self.config
     causal = self.is_decoder
-    relative = (torch.arange(s, device=device)[None, :] -
-                _query_positions(start, t, static, device)[:, None])
+    relative = (torch.arange(s, device=query.device)[None, :] -
+                query[:, None])
     mask = None
     if causal:
-      mask = torch.zeros(t, s, device=device).masked_fill(
+      mask = torch.zeros(query.shape[0], s, device=query.device).masked_fill(
           relative > 0, floor)[None, None]
     mask = _join(mask, _padding_bias(attention_mask, floor), floor)
     relative_type = config.relative_attention_type
@@ -716,8 +715,9 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       attention_mask = _static_mask(attention_mask, static)
     _check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
                         encoder_hidden_states, encoder_attention_mask)
-    positions, rows = self._positions(start, t, s, static, attention_mask,
-                                      position_ids, x.device)
+    query = _query_positions(start, t, static, x.device)
+    positions, rows = self._positions(start, query, s, static,
+                                      attention_mask, position_ids)
     if hasattr(self, "embed_positions"):
       if static is None and s > config.max_position_embeddings:
         raise ValueError(
@@ -727,8 +727,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       x = x + self.embed_positions(rows)
     x = self.dropout(x)
     floor = _floor(x.dtype)
-    self_bias = self._self_attention_biases(start, t, s, static,
-                                            attention_mask, floor, x.device)
+    self_bias = self._self_attention_biases(query, s, attention_mask, floor)
     cross_bias = None
     if encoder_hidden_states is not None:
       cross_bias = _padding_bias(encoder_attention_mask, floor)
