@@ -22,6 +22,7 @@ the paper's table (`attentions.VARIANTS`) and both heads:
     generation from `inputs_embeds`.
 """
 
+import inspect
 import json
 import os
 import re
@@ -225,6 +226,74 @@ def test_output_flags_from_the_call_or_the_config(variant, head):
       assert torch.equal(a, b)
   for field in attention_fields + hidden_fields:
     assert getattr(off_by_call, field) is None, field
+
+
+def test_selected_hidden_states_count_from_each_stacks_own_end():
+  """Indices select each stack's hidden states, negative from its end.
+
+  An encoder of 2 blocks and a decoder of 3: transformers would resolve -1
+  against num_hidden_layers (the decoder's) for both.
+  """
+  model = _model(VARIANTS[0], "seq2seq", num_decoder_layers=3)
+  with torch.no_grad():
+    every = _outputs(model, "seq2seq", output_hidden_states=True)
+    selected = _outputs(model, "seq2seq", output_hidden_states=[0, -1])
+  for field, count in (("encoder_hidden_states", 3),
+                       ("decoder_hidden_states", 4)):
+    kept, full = getattr(selected, field), getattr(every, field)
+    assert len(kept) == len(full) == count, field
+    assert torch.equal(kept[0], full[0]) and torch.equal(kept[-1], full[-1])
+    assert all(h is None for h in kept[1:-1]), field
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_keyword_arguments_the_model_cannot_honour_raise(head):
+  """transformers' keyword arguments: the ones a head honours pass, the
+  others (and unknown names) raise rather than being dropped."""
+  model = _model(VARIANTS[0], head)
+  honoured = set(inspect.signature(model.forward).parameters)
+  with torch.no_grad():
+    _outputs(model, head, cache_position=None, output_attentions=False)
+    for name in transformers.utils.TransformersKwargs.__annotations__:
+      if name in honoured:
+        continue
+      with pytest.raises(TypeError, match=name):
+        _outputs(model, head, **{name: 1})
+    with pytest.raises(TypeError, match="not_an_argument"):
+      _outputs(model, head, not_an_argument=1)
+
+
+@pytest.mark.parametrize("shared_embedding", [True, False])
+@pytest.mark.parametrize("tie_word_embeddings", [True, False])
+def test_ties_are_the_configs(tie_word_embeddings, shared_embedding,
+                              tmp_path):
+  """Each tie's source exists, tied weights are one tensor, and stay so.
+
+  Tied: the output layer with the input embedding (tie_word_embeddings);
+  the encoder's and decoder's embeddings with the shared one
+  (shared_embedding with tie_word_embeddings, as transformers ties).
+  """
+  for head in HEADS:
+    model = _model(VARIANTS[0], head, tie_word_embeddings=tie_word_embeddings,
+                   shared_embedding=shared_embedding)
+    params = dict(model.named_parameters(remove_duplicate=False))
+    ties = model.all_tied_weights_keys
+    expected = set()
+    if tie_word_embeddings and (shared_embedding or head == "causal_lm"):
+      expected.add("lm_head.weight")
+      if head == "seq2seq":
+        expected |= {"model.encoder.embed_tokens.weight",
+                     "model.decoder.embed_tokens.weight"}
+    assert set(ties) == expected, (head, ties)
+    for target, source in ties.items():
+      assert params[target] is params[source], (target, source)
+    model.save_pretrained(tmp_path / head)
+    loaded = type(model).from_pretrained(tmp_path / head).eval()
+    with torch.no_grad():
+      assert torch.equal(_outputs(model, head).logits,
+                         _outputs(loaded, head).logits)
+    assert ((loaded.lm_head.weight is loaded.get_input_embeddings().weight)
+            == ("lm_head.weight" in expected))
 
 
 @pytest.mark.parametrize("head", HEADS)

@@ -48,7 +48,7 @@ def test_the_composed_norm_is_the_models_bf16_norm():
   torch.nn.init.normal_(norm.weight, 1.0, 0.1)
   x = torch.randn(3, 5, 16, dtype=torch.bfloat16)
   torch.testing.assert_close(
-      modeling.composed_rms_norm(x, norm.weight, 1e-6), norm(x),
+      modeling.T5LayerNorm.forward(norm, x), norm(x),
       rtol=0, atol=0)
 
 

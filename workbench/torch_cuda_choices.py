@@ -237,18 +237,21 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
 def compare_rms_norm(dims: Dims, device: torch.device, rounds: int,
                      repeats: int) -> Comparison:
   """The norm composed of operators or `torch.nn.functional.rms_norm`."""
-  composed_rms_norm = bench_models.load_model_code().composed_rms_norm
+  modeling = bench_models.load_model_code()
   torch.manual_seed(0)
-  weight = torch.nn.Parameter(
-      torch.normal(1.0, 0.1, (dims.d_model,), device=device))
+  norm = modeling.MtfSynthesizerRMSNorm(dims.d_model, 1e-6).to(device)
+  with torch.no_grad():
+    norm.weight.normal_(1.0, 0.1)
+  weight = norm.weight
   shape = (dims.batch, dims.length, dims.d_model)
   x = torch.randn(shape, device=device, requires_grad=True)
   cotangent = torch.randn(shape, device=device)
-  epsilon = 1e-6
+  epsilon = norm.variance_epsilon
 
   def composed(autocast=False):
+    # T5's norm, which the model computes where it does not fuse.
     with measure.autocast(device) if autocast else contextlib.nullcontext():
-      return composed_rms_norm(x, weight, epsilon)
+      return modeling.T5LayerNorm.forward(norm, x)
 
   def functional(autocast=False):
     with measure.autocast(device) if autocast else contextlib.nullcontext():
@@ -285,7 +288,8 @@ def compare_fd_flex(dims: Dims, device: torch.device, rounds: int,
                        requires_grad=True)
   table = torch.randn(dims.buckets, h, device=device, requires_grad=True)
   position = torch.arange(n, device=device)
-  buckets = modeling.relative_position_bucket(
+  # pylint: disable-next=protected-access
+  buckets = modeling.T5Attention._relative_position_bucket(
       position[None, :] - position[:, None], bidirectional=True,
       num_buckets=dims.buckets, max_distance=128).to(device)
   cotangent = torch.randn(bsz, h, n, dims.d_kv, device=device)

@@ -8,7 +8,11 @@ encoder-decoder), `MtfSynthesizerForConditionalGeneration`
 (`AutoModelForCausalLM`, one causal stack). Inside a stack the names are
 T5's (`block.0.layer.0.SelfAttention.q`), with each synthesizing function's
 weights under its name (`SelfAttention.random.R`); `mtf_synthesizer.export`
-maps mesh's variables to them.
+maps mesh's variables to them. Where the computation and the weight names
+are T5's, they are transformers' T5's (the norm, the relative position
+buckets), as is its machinery (outputs recorded by `capture_outputs`,
+`TransformersKwargs`); docs/pytorch.md says what stays the Synthesizer's
+own, and why.
 
 The files of the model, each of one job: configuration_mtf_synthesizer.py
 (the configuration, plain data), functions_mtf_synthesizer.py (the
@@ -32,7 +36,7 @@ import copy
 import functools
 import math
 import os
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -49,8 +53,14 @@ from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttenti
 from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.modeling_outputs import Seq2SeqModelOutput
+from transformers.models.t5.modeling_t5 import T5Attention
+from transformers.models.t5.modeling_t5 import T5LayerNorm
+from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
+from transformers.utils import TransformersKwargs
 from transformers.utils import can_return_tuple
+from transformers.utils.output_capturing import OutputRecorder
+from transformers.utils.output_capturing import capture_outputs
 
 # pylint: disable=relative-beyond-top-level,unused-import
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
@@ -76,77 +86,25 @@ from .weight_files_mtf_synthesizer import check_weights
 # model's masks use its dtype's minimum instead (`_floor`).
 MASKED = -1e9
 
-def relative_position_bucket(relative_position: torch.Tensor,
-                             bidirectional: bool, num_buckets: int,
-                             max_distance: int) -> torch.Tensor:
-  """T5's relative position buckets, in float32 as mesh computes them.
+class MtfSynthesizerRMSNorm(T5LayerNorm):
+  """T5's norm, mesh's too: x rsqrt(mean(x^2) + epsilon) weight.
 
-  Args:
-    relative_position: memory position minus query position (int64).
-    bidirectional: encoder (True) or causal stack (False).
-    num_buckets: buckets (half for each direction when bidirectional).
-    max_distance: distances from here on share the last bucket.
-
-  Returns:
-    Bucket ids, like relative_position.
+  T5's computation (float32 statistics, the weight applied in a half
+  weight's dtype: how mesh rounds a bf16 model), fused into one kernel
+  where the residual stream and the weight are float32 (training under
+  autocast, float32 inference: docs/pytorch_benchmark.md, "Choices on
+  CUDA"). The TorchScript exporter has no ONNX operator for the fused one.
   """
-  n = -relative_position
-  ret = torch.zeros_like(n)
-  if bidirectional:
-    num_buckets //= 2
-    ret = ret + (n < 0).long() * num_buckets
-    n = n.abs()
-  else:
-    n = n.clamp(min=0)
-  max_exact = num_buckets // 2
-  scale = math.log(max_distance / max_exact)
-  ratio = torch.log(n.clamp(min=1).float() / max_exact) / scale
-  large = max_exact + (ratio * (num_buckets - max_exact)).long()
-  large = large.clamp(max=num_buckets - 1)
-  return ret + torch.where(n < max_exact, n, large)
-
-
-def composed_rms_norm(x: torch.Tensor, weight: torch.Tensor,
-                      epsilon: float) -> torch.Tensor:
-  """mesh's norm of operators: x rsqrt(mean(x^2) + epsilon) weight.
-
-  The statistics in float32, the output in x's dtype: the norm of a model
-  whose residual stream is not float32 (bf16), and of the TorchScript
-  exporter, which has no ONNX operator for `F.rms_norm`.
-
-  Args:
-    x: [..., d_model].
-    weight: [d_model].
-    epsilon: added to the mean of squares.
-
-  Returns:
-    The normalized x, in x's dtype.
-  """
-  # One cast: the TorchScript tracer chains a second no-op cast of x onto
-  # the first, which onnxruntime's graph optimizer then mis-wires.
-  x32 = x.float()
-  variance = x32.pow(2).mean(-1, keepdim=True)
-  normed = (x32 * torch.rsqrt(variance + epsilon)).to(x.dtype)
-  return normed * weight.to(x.dtype)
-
-
-class MtfSynthesizerRMSNorm(nn.Module):
-  """mesh's norm: x / sqrt(mean(x^2) + epsilon) * weight (no mean, no bias)."""
 
   def __init__(self, d_model: int, epsilon: float):
-    super().__init__()
-    self.weight = nn.Parameter(torch.ones(d_model))
-    self.epsilon = epsilon
+    super().__init__(d_model, eps=epsilon)
 
-  def forward(self, x: torch.Tensor) -> torch.Tensor:
-    if (x.dtype == torch.float32 and self.weight.dtype == torch.float32 and
-        not torch.jit.is_tracing()):
-      # The residual stream of float32 weights (under autocast too): one
-      # fused kernel (docs/pytorch_benchmark.md, "Choices on CUDA"). The
-      # TorchScript exporter has no ONNX operator for it.
-      return nn.functional.rms_norm(x, (x.shape[-1],), self.weight,
-                                    self.epsilon)
-    return composed_rms_norm(x, self.weight, self.epsilon)
+  def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    if (hidden_states.dtype == torch.float32 and
+        self.weight.dtype == torch.float32 and not torch.jit.is_tracing()):
+      return nn.functional.rms_norm(hidden_states, (hidden_states.shape[-1],),
+                                    self.weight, self.variance_epsilon)
+    return super().forward(hidden_states)
 
 
 class MtfSynthesizerDenseReluDense(nn.Module):
@@ -272,6 +230,38 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   # Static caches and a compiled forward (generate's compile_config): the
   # stack reads a static cache's whole length, masked past the written part.
   _can_compile_fullgraph = True
+  # What `output_hidden_states` and `output_attentions` return, recorded by
+  # transformers' hooks (`capture_outputs` on the stack's forward): each
+  # block's input and the stack's output, each layer's attention weights.
+  _can_record_outputs = {
+      "hidden_states": OutputRecorder(MtfSynthesizerBlock, index=0),
+      "attentions": OutputRecorder(MtfSynthesizerLayerSelfAttention,
+                                   index=-1),
+      "cross_attentions": OutputRecorder(MtfSynthesizerLayerCrossAttention,
+                                         index=-1),
+  }
+
+  def get_expanded_tied_weights_keys(self, all_submodels: bool = False
+                                    ) -> Dict[str, str]:
+    """transformers' ties, less any whose source the model lacks.
+
+    transformers keeps none without `tie_word_embeddings`; without
+    `shared_embedding` each stack has its own embedding, and there is no
+    `shared` for the stacks or the output layer to tie to.
+
+    Args:
+      all_submodels: as transformers' (each submodel's ties, prefixed).
+
+    Returns:
+      {tied parameter: its source}.
+    """
+    tied = super().get_expanded_tied_weights_keys(all_submodels)
+    if all_submodels:  # each submodel's went through this method
+      return tied
+    names = {name for name, _ in self.named_parameters(
+        remove_duplicate=False)}
+    return {target: source for target, source in tied.items()
+            if source in names}
 
   def _decoding_cache(self, use_cache: Optional[bool],
                       past_key_values: Optional[Cache],
@@ -647,7 +637,9 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     relative_type = config.relative_attention_type
     if relative_type is None:
       return [mask] * len(self.block)
-    buckets = relative_position_bucket(
+    # T5's buckets, mesh's too (in float32; tests/test_torch_follows_mesh.py).
+    # pylint: disable-next=protected-access
+    buckets = T5Attention._relative_position_bucket(
         relative, not causal, config.relative_attention_num_buckets,
         config.relative_attention_max_distance)
     def with_relative_bias(block):
@@ -663,7 +655,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     """[t, s] buckets -> [1, heads, t, s] float32 (one embedding lookup)."""
     return table(buckets).permute(2, 0, 1)[None].float()
 
-  @can_return_tuple
+  @capture_outputs
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -672,9 +664,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               encoder_hidden_states: Optional[torch.Tensor] = None,
               encoder_attention_mask: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
-              output_attentions: Optional[bool] = None,
-              output_hidden_states: Optional[bool] = None,
-              **kwargs) -> BaseModelOutputWithPastAndCrossAttentions:
+              **kwargs: Unpack[TransformersKwargs]
+             ) -> BaseModelOutputWithPastAndCrossAttentions:
     """Runs the stack.
 
     Args:
@@ -689,20 +680,20 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       encoder_hidden_states: the encoder output (a decoder).
       encoder_attention_mask: [batch, s_enc] 1 at the encoder's tokens.
       past_key_values: the cache when decoding.
-      output_attentions: return each layer's attention weights (None: the
-        config's).
-      output_hidden_states: return each block's input and the output (None:
-        the config's).
-      **kwargs: generation's bookkeeping; anything else raises.
+      **kwargs: `output_attentions` (each layer's attention weights) and
+        `output_hidden_states` (each block's input and the output), both
+        recorded by `capture_outputs` (default: the config's); generation's
+        bookkeeping; anything else raises (`_check_kwargs`).
 
     Returns:
       BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
       decoder's, with output_attentions), or its tuple.
     """
-    _refuse(kwargs, type(self).__name__)
+    _check_kwargs(kwargs, type(self).__name__)
     config = self.config
-    output_attentions, output_hidden_states = _output_flags(
-        config, output_attentions, output_hidden_states)
+    output_attentions = kwargs.get("output_attentions")
+    if output_attentions is None:
+      output_attentions = config.output_attentions
     # The arguments as the caller named them (a decoder's: decoder_...).
     prefix = "decoder_" if self.is_decoder and config.is_encoder_decoder else ""
     x = self._embedded(input_ids, inputs_embeds, prefix)
@@ -731,30 +722,15 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     cross_bias = None
     if encoder_hidden_states is not None:
       cross_bias = _padding_bias(encoder_attention_mask, floor)
-
-    hidden_states = () if output_hidden_states else None
-    attentions = () if output_attentions else None
-    cross_attentions = () if output_attentions and self.is_decoder else None
     for block, bias in zip(self.block, self_bias):
-      if output_hidden_states:
-        hidden_states += (x,)
       # The cache by keyword: gradient checkpointing drops it (a replayed
       # block would append its keys and values again).
-      x, self_weights, cross_weights = block(
-          x, bias, positions, encoder_hidden_states, cross_bias,
-          past_key_values=past_key_values,
-          output_attentions=output_attentions)
-      if output_attentions:
-        attentions += (self_weights,)
-        if cross_attentions is not None:
-          cross_attentions += (cross_weights,)
+      x, _, _ = block(x, bias, positions, encoder_hidden_states, cross_bias,
+                      past_key_values=past_key_values,
+                      output_attentions=bool(output_attentions))
     x = self.dropout(self.final_layer_norm(x))
-    if output_hidden_states:
-      hidden_states += (x,)
     return BaseModelOutputWithPastAndCrossAttentions(
-        last_hidden_state=x, past_key_values=past_key_values,
-        hidden_states=hidden_states, attentions=attentions,
-        cross_attentions=cross_attentions)
+        last_hidden_state=x, past_key_values=past_key_values)
 
 
 def _query_positions(start: Union[int, torch.Tensor], t: int,
@@ -892,16 +868,53 @@ def _check_labels(name: str, labels: torch.Tensor,
                          tuple(labels.shape)))
 
 
+HiddenStates = Union[bool, int, Sequence[int]]
+
+
 def _output_flags(config: MtfSynthesizerConfig,
                   output_attentions: Optional[bool],
-                  output_hidden_states: Optional[bool]) -> Tuple[bool, bool]:
+                  output_hidden_states: Optional[HiddenStates]
+                 ) -> Tuple[bool, HiddenStates]:
   """The call's output_attentions and output_hidden_states, else the config's.
+
+  Args:
+    config: the model's.
+    output_attentions: the call's, or None.
+    output_hidden_states: the call's (a flag, or the indices of the hidden
+      states to keep, as transformers' `capture_outputs` takes them), or
+      None.
+
+  Returns:
+    (output_attentions, output_hidden_states).
   """
   if output_attentions is None:
     output_attentions = config.output_attentions
   if output_hidden_states is None:
     output_hidden_states = config.output_hidden_states
-  return bool(output_attentions), bool(output_hidden_states)
+  return bool(output_attentions), output_hidden_states
+
+
+def _stack_hidden_states(output_hidden_states: HiddenStates,
+                         stack: "MtfSynthesizerStack") -> HiddenStates:
+  """output_hidden_states for one stack, its negative indices resolved.
+
+  transformers resolves a negative index against `num_hidden_layers` (the
+  decoder's depth); an encoder may have another.
+
+  Args:
+    output_hidden_states: a flag, or indices of the stack's hidden states
+      (each block's input and the output), negative from the end.
+    stack: the stack.
+
+  Returns:
+    The flag, or the indices in [0, blocks].
+  """
+  if isinstance(output_hidden_states, bool):
+    return output_hidden_states
+  count = len(stack.block) + 1
+  indices = ([output_hidden_states] if isinstance(output_hidden_states, int)
+             else list(output_hidden_states))
+  return [i % count for i in indices if -count <= i < count]
 
 
 def _floor(dtype: torch.dtype) -> float:
@@ -956,15 +969,31 @@ def _padding_bias(mask: Optional[torch.Tensor],
   return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
 
 
-def _refuse(kwargs: Dict, model: str) -> None:
-  """Raises on an argument the model does not implement."""
-  ignored = {"cache_position", "logits_to_keep"}
+# What a forward takes beyond its named arguments: the output flags (the
+# stack's, whose `capture_outputs` records the outputs) and generate()'s
+# bookkeeping, which the model does not need.
+_PASSED_KWARGS = frozenset(("output_attentions", "output_hidden_states",
+                            "cache_position", "logits_to_keep"))
+
+
+def _check_kwargs(kwargs: Dict, model: str) -> None:
+  """Raises TypeError on a keyword argument the model would not honour.
+
+  The forwards take `Unpack[TransformersKwargs]`, as transformers' models
+  do; those pass on and silently drop what they do not use, where a
+  keyword this model does not honour (packed sequences' `cu_seq_lens_q`,
+  `is_causal`, a seq2seq's `position_ids`, a misspelling) raises here.
+
+  Args:
+    kwargs: the call's keyword arguments beyond the named ones.
+    model: the class, for the message.
+  """
   if kwargs.get("shift_labels") is not None:
     raise TypeError(
         "%s does not take shift_labels: its labels are the targets of the "
         "decoder inputs (MtfSynthesizerForCausalLM takes them)" % model)
   unknown = sorted(k for k, v in kwargs.items()
-                   if k not in ignored and v is not None)
+                   if v is not None and k not in _PASSED_KWARGS)
   if unknown:
     raise TypeError("%s does not support %s" % (model, ", ".join(unknown)))
 
@@ -992,7 +1021,6 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
       encoder_embedding = decoder_embedding = self.shared
     else:
       encoder_embedding = decoder_embedding = None
-      self._tied_weights_keys = {}
     self.encoder = MtfSynthesizerStack(
         config, False, config.encoder_synthesizers, config.num_layers,
         encoder_embedding)
@@ -1027,8 +1055,9 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
               decoder_inputs_embeds: Optional[torch.Tensor] = None,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
-              output_hidden_states: Optional[bool] = None,
-              **kwargs) -> Union[Seq2SeqModelOutput, Tuple]:
+              output_hidden_states: Optional[HiddenStates] = None,
+              **kwargs: Unpack[TransformersKwargs]
+             ) -> Union[Seq2SeqModelOutput, Tuple]:
     """Encodes (unless encoder_outputs are given) and decodes.
 
     Args:
@@ -1044,13 +1073,14 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
       use_cache: keep and return a cache.
       output_attentions: return the attention weights (None: the
         config's).
-      output_hidden_states: return the hidden states (None: the config's).
+      output_hidden_states: return the hidden states, or the indices of
+        those to keep, negative from the end (None: the config's).
       **kwargs: generation's bookkeeping; anything else raises.
 
     Returns:
       Seq2SeqModelOutput, or its tuple.
     """
-    _refuse(kwargs, type(self).__name__)
+    _check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1060,7 +1090,9 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
       encoder_outputs = self.encoder(
           input_ids=input_ids, attention_mask=attention_mask,
           inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-          output_hidden_states=output_hidden_states, return_dict=True)
+          output_hidden_states=_stack_hidden_states(output_hidden_states,
+                                                    self.encoder),
+          return_dict=True)
     elif not isinstance(encoder_outputs, ModelOutput):
       encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
     memory = encoder_outputs.last_hidden_state
@@ -1070,7 +1102,9 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         inputs_embeds=decoder_inputs_embeds, encoder_hidden_states=memory,
         encoder_attention_mask=attention_mask,
         past_key_values=past_key_values, output_attentions=output_attentions,
-        output_hidden_states=output_hidden_states, return_dict=True)
+        output_hidden_states=_stack_hidden_states(output_hidden_states,
+                                                  self.decoder),
+        return_dict=True)
     return Seq2SeqModelOutput(
         last_hidden_state=decoded.last_hidden_state,
         past_key_values=past_key_values,
@@ -1093,8 +1127,6 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     self.model = MtfSynthesizerModel(config)
     self.lm_head = _linear(config.d_model, config.vocab_size,
                            config.d_model**-0.5, truncated=True)
-    if not (config.tie_word_embeddings and config.shared_embedding):
-      self._tied_weights_keys = {}
     self.post_init()
 
   def get_encoder(self, modality=None):
@@ -1117,9 +1149,10 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
               labels: Optional[torch.LongTensor] = None,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
-              output_hidden_states: Optional[bool] = None,
+              output_hidden_states: Optional[HiddenStates] = None,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
-              **kwargs) -> Union[Seq2SeqLMOutput, Tuple]:
+              **kwargs: Unpack[TransformersKwargs]
+             ) -> Union[Seq2SeqLMOutput, Tuple]:
     """Logits of the decoder inputs (teacher forcing or a decoding step).
 
     Args: as `MtfSynthesizerModel.forward`, and
@@ -1223,8 +1256,6 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                      config.num_layers)
     self.lm_head = _linear(config.d_model, config.vocab_size,
                            config.d_model**-0.5, truncated=True)
-    if not config.tie_word_embeddings:
-      self._tied_weights_keys = {}
     self.post_init()
 
   def get_decoder(self):
@@ -1252,10 +1283,11 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
               labels: Optional[torch.LongTensor] = None,
               use_cache: Optional[bool] = None,
               output_attentions: Optional[bool] = None,
-              output_hidden_states: Optional[bool] = None,
+              output_hidden_states: Optional[HiddenStates] = None,
               shift_labels: Optional[torch.LongTensor] = None,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
-              **kwargs) -> Union[CausalLMOutputWithPast, Tuple]:
+              **kwargs: Unpack[TransformersKwargs]
+             ) -> Union[CausalLMOutputWithPast, Tuple]:
     """Logits of every position (or of the new ones, with a cache).
 
     Args:
@@ -1272,7 +1304,8 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
         transformers' causal LMs); -100 ignored.
       use_cache: keep and return a cache.
       output_attentions: return the attention weights (None: the config's).
-      output_hidden_states: return the hidden states (None: the config's).
+      output_hidden_states: return the hidden states, or the indices of
+        those to keep, negative from the end (None: the config's).
       shift_labels: the targets already shifted: the token each position
         predicts (-100 ignored). Given with labels, the loss is computed on
         shift_labels, as transformers' causal LMs do (its Trainer passes
@@ -1285,7 +1318,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     Returns:
       CausalLMOutputWithPast, or its tuple.
     """
-    _refuse(kwargs, type(self).__name__)
+    _check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1296,7 +1329,9 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
         inputs_embeds=inputs_embeds, position_ids=position_ids,
         past_key_values=past_key_values,
         output_attentions=output_attentions,
-        output_hidden_states=output_hidden_states, return_dict=True)
+        output_hidden_states=_stack_hidden_states(output_hidden_states,
+                                                  self.model),
+        return_dict=True)
     logits = self._output_logits(out.last_hidden_state)
     loss = None
     predicting = logits
