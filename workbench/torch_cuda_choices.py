@@ -183,6 +183,36 @@ def _config(dims: Dims, functions: Tuple[str, ...]):
   return config
 
 
+def initialized_layer(config: Any, functions: Tuple[str, ...],
+                      device: torch.device) -> torch.nn.Module:
+  """An attention layer with mesh's initial weights, none of them zero.
+
+  The model's initializer (`_init_weights`) draws each weight; those it
+  starts at zero (D's b2, FD's biases, the mixture logits) are drawn from
+  N(0, 0.5) instead, so that a comparison sees what they contribute.
+
+  Args:
+    config: the model's configuration.
+    functions: the layer's synthesizing functions.
+    device: where.
+
+  Returns:
+    The `MtfSynthesizerAttention`, on `device`.
+  """
+  attention = bench_models.load_model_code("attention")
+  modeling = bench_models.load_model_code()
+  layer = attention.MtfSynthesizerAttention(config, functions)
+  holder = type("Initializer", (), {"config": config})()
+  with torch.no_grad():
+    for module in layer.modules():
+      # pylint: disable-next=protected-access
+      modeling.MtfSynthesizerPreTrainedModel._init_weights(holder, module)
+    for p in layer.parameters():
+      if not p.any():
+        torch.nn.init.normal_(p, std=0.5)
+  return layer.to(device)
+
+
 def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
                rounds: int, repeats: int) -> Comparison:
   """D's b2 in the bias (the model) or as a key column, one layer.
@@ -201,11 +231,7 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
   functions_module = bench_models.load_model_code("functions")
   case = "+".join({"dense": "D", "dot_product": "V"}[f] for f in functions)
   torch.manual_seed(0)
-  layer = attention.MtfSynthesizerAttention(_config(dims, functions),
-                                            functions).to(device)
-  for p in layer.parameters():  # b2 and alpha start at zero: not a test
-    spread = p.detach().std().item() if p.numel() > 1 else 0.0
-    torch.nn.init.normal_(p, std=spread if spread > 0 else 0.5)
+  layer = initialized_layer(_config(dims, functions), functions, device)
   positions = functions_module.Positions(start=0, length=dims.length,
                                          memory_length=dims.length)
   shape = (dims.batch, dims.length, dims.d_model)
