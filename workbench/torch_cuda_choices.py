@@ -48,6 +48,11 @@ from workbench import torch_benchmark_measure as measure
 from workbench import torch_benchmark_models as bench_models
 
 CHOICES = ("b2", "rms_norm", "fd_flex")
+# The attention plan's decisions (`workbench.torch_route_choices`), each
+# against its other outcome, for every variant and situation: named, not
+# run by default.
+ROUTE_CHOICES = ("routes", "b2_rule", "shared_softmax", "values_apart")
+KNOWN_CHOICES = CHOICES + ROUTE_CHOICES
 
 
 @dataclasses.dataclass
@@ -372,14 +377,17 @@ def compare(dims: Dims, device: torch.device,
   Args:
     dims: the sizes.
     device: where.
-    choices: among CHOICES.
+    choices: among KNOWN_CHOICES.
     rounds: rounds of turns of each pair.
     repeats: calls of each in a turn.
     say: progress.
 
   Returns:
-    The Comparisons, b2's for D and D+V.
+    The Comparisons, b2's for D and D+V, a route choice's for each variant
+    and situation where it is open.
   """
+  # pylint: disable-next=g-import-not-at-top
+  from workbench import torch_route_choices
   out = []
   for choice in choices:
     say("comparing %s" % choice)
@@ -390,9 +398,12 @@ def compare(dims: Dims, device: torch.device,
       out.append(compare_rms_norm(dims, device, rounds, repeats))
     elif choice == "fd_flex":
       out.append(compare_fd_flex(dims, device, rounds, repeats))
+    elif choice in ROUTE_CHOICES:
+      out.extend(torch_route_choices.compare(choice, dims, device, rounds,
+                                             repeats))
     else:
       raise ValueError("unknown choice %r (known: %s)" %
-                       (choice, ", ".join(CHOICES)))
+                       (choice, ", ".join(KNOWN_CHOICES)))
   return out
 
 
