@@ -32,8 +32,9 @@ left out. Each pair is first checked to compute the same function in
 float32 (outputs, and every gradient where the situation trains), then
 timed in turns as `workbench.torch_cuda_choices` times its pairs: a
 training situation's call is a forward and its backward, an inference
-situation's a forward under `torch.no_grad()`. A decoding step is one
-query against `length` positions, `length - 1` of them cached.
+situation's a forward under `torch.no_grad()`, both timed in float32 on
+any device (no autocast). A decoding step is one query against `length`
+positions, `length - 1` of them cached.
 
 Needs torch and transformers only (the model code is loaded by path).
 """
