@@ -128,7 +128,9 @@ RUN_ELSEWHERE = {
     ("docs/pytorch.md", "from_t5.py"): "test_from_t5_command.py",
     ("docs/pytorch_benchmark.md", "check_torch_device.py"):
         "test_torch_device_check.py",
-    ("docs/pytorch_benchmark.md", "compare_cuda_choices.py --device cpu"):
+    ("docs/pytorch_benchmark.md", "compare_cuda_choices.py --device cpu "
+     "--batch 2"): "test_torch_cuda_choices.py",
+    ("docs/pytorch_benchmark.md", "--choices routes"):
         "test_torch_cuda_choices.py",
 }
 # Commands run here (`ran`, below), by the same markers.

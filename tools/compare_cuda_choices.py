@@ -7,11 +7,17 @@ or `torch.nn.functional.rms_norm`, FD's logits as sdpa's bias or inside
 FlexAttention's `score_mod`: each pair checked equal in float32, then
 timed in turns (forward and backward, bf16 autocast on CUDA). On CUDA
 when present, at the `gpu` preset's dims. Needs torch and transformers
-only. See `workbench/torch_cuda_choices.py`.
+only. See `workbench/torch_cuda_choices.py`. Named only (`--choices`):
+the attention plan's decisions, each against its other outcome for every
+variant and situation (routes, b2_rule, shared_softmax, values_apart;
+`workbench/torch_route_choices.py`).
 
   python3 tools/compare_cuda_choices.py --output_dir runs/cuda_choices
   .venv/bin/python tools/compare_cuda_choices.py --device cpu --batch 2 \
       --length 32 --d_model 64 --num_heads 4 --d_kv 16 --fd_factors 4,8
+  .venv/bin/python tools/compare_cuda_choices.py --device cpu \
+      --choices routes,b2_rule,shared_softmax --threads 1 --batch 4 \
+      --length 256 --d_model 256 --num_heads 4 --d_kv 64 --fd_factors 16,16
 """
 
 import argparse
@@ -22,6 +28,8 @@ import sys
 from typing import Optional, Sequence
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
+import torch
+
 from workbench import torch_benchmark_measure as measure
 from workbench import torch_cuda_choices as choices
 
@@ -32,18 +40,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--device", default=None,
                       help="cuda or cpu (default: cuda when present)")
   parser.add_argument("--choices", default=",".join(choices.CHOICES),
-                      help="comma-separated, among %s" %
-                      ", ".join(choices.CHOICES))
+                      help="comma-separated, among %s (default: the "
+                      "first three)" % ", ".join(choices.KNOWN_CHOICES))
   for field in dataclasses.fields(choices.Dims):
     if field.name != "fd_factors":
       parser.add_argument("--" + field.name, type=int, default=None)
   parser.add_argument("--fd_factors", default=None, help="a,b")
+  parser.add_argument("--threads", type=int, default=None,
+                      help="torch's CPU threads (default: torch's own); "
+                      "one keeps a shared machine's timings steady")
   parser.add_argument("--rounds", type=int, default=10)
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--output_dir", default=None,
                       help="also writes cuda_choices.json and "
                       "cuda_choices.md there")
   args = parser.parse_args(argv)
+  if args.threads:
+    torch.set_num_threads(args.threads)
   device = measure.resolve_device(args.device)
   sizes = {f.name: getattr(args, f.name)
            for f in dataclasses.fields(choices.Dims)
@@ -52,10 +65,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sizes["fd_factors"] = tuple(int(x) for x in args.fd_factors.split(","))
   dims = choices.Dims(**sizes)
   wanted = tuple(c.strip() for c in args.choices.split(",") if c.strip())
-  unknown = [c for c in wanted if c not in choices.CHOICES]
+  unknown = [c for c in wanted if c not in choices.KNOWN_CHOICES]
   if unknown:
     print("error: unknown choices %s (known: %s)" % (
-        unknown, ", ".join(choices.CHOICES)), file=sys.stderr)
+        unknown, ", ".join(choices.KNOWN_CHOICES)), file=sys.stderr)
     return 2
   results = choices.compare(dims, device, wanted, args.rounds, args.repeats,
                             say=lambda m: print(m, file=sys.stderr,

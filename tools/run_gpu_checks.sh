@@ -5,11 +5,12 @@
 # The GPU checks of docs/pytorch_benchmark.md in one run that fits a time
 # budget: the device check, every model compiled (training and static-cache
 # generate(), --compile --compile_scope blocks: each repeated block compiled
-# in place), the gpu preset eager, the fused path's open choices, the gpu-long
-# preset, one profiled step of the mixtures. Each step's output goes to
+# in place), the gpu preset eager, the fused path's open choices, the
+# attention plan's routes against their alternatives, the gpu-long preset,
+# one profiled step of the mixtures. Each step's output goes to
 # OUT_DIR; a step gets at most its own limit and what is left of the
 # budget, in this order (most needed first). STEPS, comma-separated, runs
-# those steps only (check, compiled, gpu, choices, long, profile,
+# those steps only (check, compiled, gpu, choices, routes, long, profile,
 # profile_mixtures), each with the whole budget as its limit.
 #
 #   tools/run_gpu_checks.sh OUT_DIR [BUDGET_SECONDS] [PYTHON] [STEPS]
@@ -18,7 +19,7 @@
 #
 # A rehearsal on a CPU, the same steps at small dims (PRESET and DEVICE
 # replace the benchmark's --preset gpu and its device; the CUDA-only
-# choices step is skipped):
+# choices and routes steps are skipped):
 #
 #   DEVICE=cpu PRESET=cpu-host tools/run_gpu_checks.sh runs/rehearsal 900 \
 #       .venv/bin/python
@@ -73,6 +74,9 @@ step gpu 150 $bench --preset "$preset" --output_dir "$out/gpu"
 if [[ "${DEVICE:-cuda}" == cuda ]]; then
   step choices 60 "$python" tools/compare_cuda_choices.py --rounds 6 \
       --repeats 3 --output_dir "$out/choices"
+  step routes 90 "$python" tools/compare_cuda_choices.py --choices \
+      routes,b2_rule,shared_softmax,values_apart --rounds 6 --repeats 3 \
+      --output_dir "$out/routes"
 fi
 step long 80 $bench --preset "$long" --variants R,D,D+V \
     --generate_repeats 1 --output_dir "$out/long"

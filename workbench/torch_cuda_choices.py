@@ -48,6 +48,11 @@ from workbench import torch_benchmark_measure as measure
 from workbench import torch_benchmark_models as bench_models
 
 CHOICES = ("b2", "rms_norm", "fd_flex")
+# The attention plan's decisions (`workbench.torch_route_choices`), each
+# against its other outcome, for every variant and situation: named, not
+# run by default.
+ROUTE_CHOICES = ("routes", "b2_rule", "shared_softmax", "values_apart")
+KNOWN_CHOICES = CHOICES + ROUTE_CHOICES
 
 
 @dataclasses.dataclass
@@ -183,6 +188,36 @@ def _config(dims: Dims, functions: Tuple[str, ...]):
   return config
 
 
+def initialized_layer(config: Any, functions: Tuple[str, ...],
+                      device: torch.device) -> torch.nn.Module:
+  """An attention layer with mesh's initial weights, none of them zero.
+
+  The model's initializer (`_init_weights`) draws each weight; those it
+  starts at zero (D's b2, FD's biases, the mixture logits) are drawn from
+  N(0, 0.5) instead, so that a comparison sees what they contribute.
+
+  Args:
+    config: the model's configuration.
+    functions: the layer's synthesizing functions.
+    device: where.
+
+  Returns:
+    The `MtfSynthesizerAttention`, on `device`.
+  """
+  attention = bench_models.load_model_code("attention")
+  modeling = bench_models.load_model_code()
+  layer = attention.MtfSynthesizerAttention(config, functions)
+  holder = type("Initializer", (), {"config": config})()
+  with torch.no_grad():
+    for module in layer.modules():
+      # pylint: disable-next=protected-access
+      modeling.MtfSynthesizerPreTrainedModel._init_weights(holder, module)
+    for p in layer.parameters():
+      if not p.any():
+        torch.nn.init.normal_(p, std=0.5)
+  return layer.to(device)
+
+
 def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
                rounds: int, repeats: int) -> Comparison:
   """D's b2 in the bias (the model) or as a key column, one layer.
@@ -201,11 +236,7 @@ def compare_b2(dims: Dims, device: torch.device, functions: Tuple[str, ...],
   functions_module = bench_models.load_model_code("functions")
   case = "+".join({"dense": "D", "dot_product": "V"}[f] for f in functions)
   torch.manual_seed(0)
-  layer = attention.MtfSynthesizerAttention(_config(dims, functions),
-                                            functions).to(device)
-  for p in layer.parameters():  # b2 and alpha start at zero: not a test
-    spread = p.detach().std().item() if p.numel() > 1 else 0.0
-    torch.nn.init.normal_(p, std=spread if spread > 0 else 0.5)
+  layer = initialized_layer(_config(dims, functions), functions, device)
   positions = functions_module.Positions(start=0, length=dims.length,
                                          memory_length=dims.length)
   shape = (dims.batch, dims.length, dims.d_model)
@@ -350,14 +381,17 @@ def compare(dims: Dims, device: torch.device,
   Args:
     dims: the sizes.
     device: where.
-    choices: among CHOICES.
+    choices: among KNOWN_CHOICES.
     rounds: rounds of turns of each pair.
     repeats: calls of each in a turn.
     say: progress.
 
   Returns:
-    The Comparisons, b2's for D and D+V.
+    The Comparisons, b2's for D and D+V, a route choice's for each variant
+    and situation where it is open.
   """
+  # pylint: disable-next=g-import-not-at-top
+  from workbench import torch_route_choices
   out = []
   for choice in choices:
     say("comparing %s" % choice)
@@ -368,9 +402,12 @@ def compare(dims: Dims, device: torch.device,
       out.append(compare_rms_norm(dims, device, rounds, repeats))
     elif choice == "fd_flex":
       out.append(compare_fd_flex(dims, device, rounds, repeats))
+    elif choice in ROUTE_CHOICES:
+      out.extend(torch_route_choices.compare(choice, dims, device, rounds,
+                                             repeats))
     else:
       raise ValueError("unknown choice %r (known: %s)" %
-                       (choice, ", ".join(CHOICES)))
+                       (choice, ", ".join(KNOWN_CHOICES)))
   return out
 
 

@@ -19,7 +19,9 @@ example, gives the fused kernel zero columns (`Route.ZERO_COLUMNS`).
 Which function gives columns and which gives logits, and which route the
 call takes, is one pure decision of what the call is (`bias_functions`,
 then `plan_attention`; docs/pytorch.md tabulates it for every variant);
-the routes that exist only for speed live there, not in `forward`.
+the routes that exist only for speed live there, not in `forward`, and
+docs/pytorch_benchmark.md gives each one's measured gain against the way
+the call would go otherwise (`workbench/torch_route_choices.py`).
 """
 
 import contextlib
