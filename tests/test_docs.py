@@ -103,6 +103,10 @@ TOOLS_NOT_RUN = {
                           "runs the quick reference block)",
     "tools/mesh_comm_audit.py": "lowers every variant on two meshes "
                                 "(tests/test_mesh_comm.py)",
+    "tools/inductor_census.py": "compiles each model's training step "
+                                "(minutes a model on a CPU; "
+                                "tests/test_torch_inductor_census.py counts "
+                                "a small function's)",
     "tools/benchmark_torch.py": "times every variant and transformers' T5 "
                                 "(a minute or more; "
                                 "tests/test_torch_benchmark.py runs it at "
