@@ -13,13 +13,12 @@ and transformers only. See `workbench/torch_device_check.py`.
 """
 
 import argparse
-import json
-import os
 import sys
 from typing import Optional, Sequence
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
 from workbench import torch_benchmark
+from workbench import torch_benchmark_measure as measure
 from workbench import torch_device_check
 
 
@@ -48,12 +47,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   text = torch_device_check.markdown(results, device)
   print(text, end="")
   if args.output_dir:
-    os.makedirs(args.output_dir, exist_ok=True)
-    path = os.path.join(args.output_dir, "torch_device_check")
-    with open(path + ".json", "w") as f:
-      json.dump(torch_device_check.as_json(results), f, indent=1)
-    with open(path + ".md", "w") as f:
-      f.write(text)
+    measure.write_report(args.output_dir, "torch_device_check", text,
+                         torch_device_check.as_json(results))
   return 0 if all(r.passed for r in results) else 1
 
 

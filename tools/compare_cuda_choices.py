@@ -22,8 +22,6 @@ variant and situation (routes, b2_rule, shared_softmax, values_apart;
 
 import argparse
 import dataclasses
-import json
-import os
 import sys
 from typing import Optional, Sequence
 
@@ -76,14 +74,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   text = choices.markdown(results, device, dims)
   print(text, end="")
   if args.output_dir:
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "cuda_choices.md"), "w") as f:
-      f.write(text)
-    with open(os.path.join(args.output_dir, "cuda_choices.json"), "w") as f:
-      json.dump({"device": measure.device_name(device),
-                 "dims": dataclasses.asdict(dims),
-                 "results": [dict(dataclasses.asdict(r), speedup=r.speedup)
-                             for r in results]}, f, indent=1)
+    measure.write_report(
+        args.output_dir, "cuda_choices", text,
+        {"device": measure.device_name(device),
+         "dims": dataclasses.asdict(dims),
+         "results": [dict(dataclasses.asdict(r), speedup=r.speedup)
+                     for r in results]})
   return 0
 
 

@@ -14,8 +14,6 @@ transformers only. See `workbench/torch_inductor_census.py`.
 
 import argparse
 import dataclasses
-import json
-import os
 import sys
 from typing import Optional, Sequence
 
@@ -58,15 +56,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   text = inductor_census.markdown(results, dims, device)
   print(text, end="")
   if args.output_dir:
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "inductor_census.md"), "w") as f:
-      f.write(text)
-    with open(os.path.join(args.output_dir, "inductor_census.json"),
-              "w") as f:
-      json.dump({"device": measure.device_name(device),
-                 "dims": dataclasses.asdict(dims),
-                 "results": [dataclasses.asdict(r) for r in results]}, f,
-                indent=1)
+    measure.write_report(
+        args.output_dir, "inductor_census", text,
+        {"device": measure.device_name(device),
+         "dims": dataclasses.asdict(dims),
+         "results": [dataclasses.asdict(r) for r in results]})
   return 0
 
 

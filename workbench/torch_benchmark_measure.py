@@ -15,6 +15,7 @@ the denominator of the model-FLOPs utilization).
 import contextlib
 import dataclasses
 import itertools
+import json
 import os
 import platform
 import time
@@ -32,6 +33,23 @@ def resolve_device(device: Optional[str] = None) -> torch.device:
   if device:
     return torch.device(device)
   return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def write_report(output_dir: str, name: str, text: str, data: Any) -> None:
+  """Writes a tool's report as NAME.md (text) and NAME.json (data).
+
+  Args:
+    output_dir: the folder (made if missing).
+    name: the files' stem.
+    text: the markdown the tool printed.
+    data: what json.dump writes.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  path = os.path.join(output_dir, name)
+  with open(path + ".md", "w") as f:
+    f.write(text)
+  with open(path + ".json", "w") as f:
+    json.dump(data, f, indent=1)
 
 
 def device_name(device: torch.device) -> str:

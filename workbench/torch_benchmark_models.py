@@ -125,10 +125,9 @@ class Settings:
       gives each model's first training step and first `generate()`.
     compile_scope: with `compile`, "model" (the default) or "blocks"
       (regional compilation, docs/pytorch_benchmark.md says what it does
-      so far): each
-      repeated block (the classes in the model's `_no_split_modules`,
-      `MtfSynthesizerBlock`, T5's `T5Block`) is compiled with
-      `nn.Module.compile`, so that a stack's identical blocks share one
+      so far): each repeated block (the classes in the model's
+      `_no_split_modules`, `MtfSynthesizerBlock`, T5's `T5Block`) is
+      compiled with `nn.Module.compile`, so that a stack's identical blocks share one
       compiled graph, and every call runs them compiled, the training step
       and `generate()` alike; or "model": the training step's model call
       goes through `torch.compile(model)` and, with a static cache,
