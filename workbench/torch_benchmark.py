@@ -105,9 +105,9 @@ def _split(total: int, parts: int) -> List[int]:
 # training forward, its decoding step (static cache), and their
 # recompilations; compiled block by block, the encoder's and the decoder's
 # blocks (the first with its relative table), in training and in
-# inference, and a static cache's layers, all through one code object
-# (transformers' GradientCheckpointingLayer.__call__) that every model
-# shares.
+# inference, and, in transformers' T5, each layer of its cache, all
+# through one code object (transformers' GradientCheckpointingLayer
+# .__call__) that every model shares.
 COMPILED_GRAPHS_PER_MODEL = 16
 
 
@@ -128,13 +128,9 @@ def _graph_room(settings: Settings, models: int) -> ContextManager[Any]:
   if not settings.compile:
     return contextlib.nullcontext()
   dynamo_config = torch._dynamo.config  # pylint: disable=protected-access
-  # Compiled block by block, the blocks differ in their int attributes
-  # (the layer's index, for the cache): unspecialized, they share a graph
-  # instead of compiling one each.
   return dynamo_config.patch(
       recompile_limit=max(dynamo_config.recompile_limit,
-                          COMPILED_GRAPHS_PER_MODEL * models),
-      allow_unspec_int_on_nn_module=settings.compile_scope == "blocks")
+                          COMPILED_GRAPHS_PER_MODEL * models))
 
 
 def run(dims: Dims, settings: Settings,

@@ -260,17 +260,28 @@ def train_step(entry: Entry, batch: Dict[str, torch.Tensor],
   return seconds
 
 
-def compile_blocks(model: torch.nn.Module) -> int:
+# The attention's methods that index the cache by the layer's index.
+LAYER_INDEXED = ("stored_cross_attention", "update_cache")
+
+
+def compile_blocks(model: torch.nn.Module, **compile_kwargs: Any) -> int:
   """Compiles each repeated block of the model in place (regional).
 
   The blocks are the modules whose class the model names in
   `_no_split_modules` (transformers' name for its repeated layer): the
   stacks' identical blocks share one compiled graph, so compiling costs
   about one block's graph per stack and call shape instead of the whole
-  unrolled model.
+  unrolled model. The Synthesizer's attention reads and writes the cache
+  by its layer's index in two methods (`LAYER_INDEXED`); they run
+  uncompiled (`torch.compiler.disable`), since dynamo would specialize
+  each block's graph on the index: decoding then compiles each block's
+  graphs once per kind of step (prompt, next token) at any depth. A
+  training step without a cache (`use_cache=False`, as `train_step`'s)
+  never calls them: each stack's blocks make one whole graph.
 
   Args:
     model: a transformers model.
+    **compile_kwargs: for `torch.compile` (backend, fullgraph, ...).
 
   Returns:
     How many modules were compiled.
@@ -281,7 +292,12 @@ def compile_blocks(model: torch.nn.Module) -> int:
     raise ValueError("%s names no repeated block in _no_split_modules" %
                      type(model).__name__)
   for block in blocks:
-    block.compile()
+    for module in block.modules():
+      for name in LAYER_INDEXED:
+        method = getattr(module, name, None)
+        if method is not None:
+          setattr(module, name, torch.compiler.disable(method))
+    block.compile(**compile_kwargs)
   return len(blocks)
 
 

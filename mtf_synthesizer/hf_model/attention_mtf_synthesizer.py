@@ -273,25 +273,64 @@ class MtfSynthesizerAttention(nn.Module):
   def _keys_and_values(self, hidden, key_value_states, past_key_values):
     """The keys (or a stand-in) and values, through the cache."""
     cross = key_value_states is not None
-    cache = past_key_values
-    updated = False
-    if isinstance(cache, EncoderDecoderCache):
-      updated = cross and bool(cache.is_updated.get(self.layer_idx))
-      cache = (cache.cross_attention_cache if cross
-               else cache.self_attention_cache)
-    if updated:
-      stored = cache.layers[self.layer_idx]
-      return stored.keys, stored.values
+    if cross and past_key_values is not None:
+      stored = self.stored_cross_attention(past_key_values)
+      if stored is not None:
+        return stored
     source = key_value_states if cross else hidden
     values = self._heads(source, self.v)
     # Without keys the cache keeps one column of the values in their
     # place (it measures its length by the keys).
     keys = self._heads(source, self.k) if self.needs_keys else (
         values[..., :1])
-    if cache is not None:
-      keys, values = cache.update(keys, values, self.layer_idx)
-      if cross:
-        past_key_values.is_updated[self.layer_idx] = True
+    if past_key_values is not None:
+      keys, values = self.update_cache(past_key_values, keys, values, cross)
+    return keys, values
+
+  # The two methods below are all that reads the layer's index. Where
+  # each block is compiled on its own (regional compilation), leaving them
+  # out of the graphs (`torch.compiler.disable`) lets a stack's blocks
+  # share one graph: dynamo specializes on the index, one graph per layer.
+
+  def stored_cross_attention(
+      self, past_key_values: Cache
+      ) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+    """The cross-attention's keys and values, if this layer cached them.
+
+    Args:
+      past_key_values: the call's cache.
+
+    Returns:
+      (keys, values) stored by an earlier step, or None.
+    """
+    if not (isinstance(past_key_values, EncoderDecoderCache) and
+            past_key_values.is_updated.get(self.layer_idx)):
+      return None
+    stored = past_key_values.cross_attention_cache.layers[self.layer_idx]
+    return stored.keys, stored.values
+
+  def update_cache(self, past_key_values: Cache, keys: torch.Tensor,
+                   values: torch.Tensor, cross: bool
+                  ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Stores this step's keys and values; returns all the cache holds.
+
+    Args:
+      past_key_values: the call's cache (an EncoderDecoderCache for the
+        seq2seq's layers).
+      keys: [batch, heads, t, d_kv] (or the values' stand-in column).
+      values: [batch, heads, t, d_kv].
+      cross: the cross-attention's (the encoder's, stored once).
+
+    Returns:
+      (keys, values) of every cached position.
+    """
+    cache = past_key_values
+    if isinstance(cache, EncoderDecoderCache):
+      cache = (cache.cross_attention_cache if cross
+               else cache.self_attention_cache)
+    keys, values = cache.update(keys, values, self.layer_idx)
+    if cross:
+      past_key_values.is_updated[self.layer_idx] = True
     return keys, values
 
 def _side_by_side(layer, columns, inputs, projections, values, bias,
