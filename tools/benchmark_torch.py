@@ -29,14 +29,13 @@ and docs/pytorch_benchmark.md.
 
 import argparse
 import dataclasses
-import json
-import os
 import shlex
 import sys
 from typing import Optional, Sequence
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
 from workbench import torch_benchmark
+from workbench import torch_benchmark_measure as measure
 
 # Measurement defaults per device: (steps, warmup, rounds, generate calls).
 # On a CPU every round is one step of each model: a change of load falls on
@@ -135,13 +134,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   def write(report):
     report["preset"] = preset
     if args.output_dir:
-      os.makedirs(args.output_dir, exist_ok=True)
-      with open(os.path.join(args.output_dir, "torch_benchmark.json"),
-                "w") as f:
-        json.dump(report, f, indent=1)
-      with open(os.path.join(args.output_dir, "torch_benchmark.md"),
-                "w") as f:
-        f.write(torch_benchmark.markdown(report))
+      measure.write_report(args.output_dir, "torch_benchmark",
+                           torch_benchmark.markdown(report), report)
 
   try:
     # Each round's report is written as it ends: a run stopped later keeps

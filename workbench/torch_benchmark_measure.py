@@ -260,10 +260,6 @@ def train_step(entry: Entry, batch: Dict[str, torch.Tensor],
   return seconds
 
 
-# The attention's methods that index the cache by the layer's index.
-LAYER_INDEXED = ("stored_cross_attention", "update_cache")
-
-
 def compile_blocks(model: torch.nn.Module, **compile_kwargs: Any) -> int:
   """Compiles each repeated block of the model in place (regional).
 
@@ -272,10 +268,11 @@ def compile_blocks(model: torch.nn.Module, **compile_kwargs: Any) -> int:
   stacks' identical blocks share one compiled graph, so compiling costs
   about one block's graph per stack and call shape instead of the whole
   unrolled model. The Synthesizer's attention reads and writes the cache
-  by its layer's index in two methods (`LAYER_INDEXED`); they run
-  uncompiled (`torch.compiler.disable`), since dynamo would specialize
-  each block's graph on the index: decoding then compiles each block's
-  graphs once per kind of step (prompt, next token) at any depth. A
+  by its layer's index in the methods it names in
+  `LAYER_INDEXED_METHODS`; they run uncompiled (`torch.compiler.disable`),
+  since dynamo would specialize each block's graph on the index: decoding
+  then compiles each block's graphs once per kind of step (prompt, next
+  token) at any depth. A
   training step without a cache (`use_cache=False`, as `train_step`'s)
   never calls them: each stack's blocks make one whole graph.
 
@@ -293,10 +290,8 @@ def compile_blocks(model: torch.nn.Module, **compile_kwargs: Any) -> int:
                      type(model).__name__)
   for block in blocks:
     for module in block.modules():
-      for name in LAYER_INDEXED:
-        method = getattr(module, name, None)
-        if method is not None:
-          setattr(module, name, torch.compiler.disable(method))
+      for name in getattr(module, "LAYER_INDEXED_METHODS", ()):
+        setattr(module, name, torch.compiler.disable(getattr(module, name)))
     block.compile(**compile_kwargs)
   return len(blocks)
 

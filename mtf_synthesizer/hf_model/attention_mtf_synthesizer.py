@@ -287,10 +287,11 @@ class MtfSynthesizerAttention(nn.Module):
       keys, values = self.update_cache(past_key_values, keys, values, cross)
     return keys, values
 
-  # The two methods below are all that reads the layer's index. Where
-  # each block is compiled on its own (regional compilation), leaving them
-  # out of the graphs (`torch.compiler.disable`) lets a stack's blocks
-  # share one graph: dynamo specializes on the index, one graph per layer.
+  # The methods below are all that reads the layer's index. Where each
+  # block is compiled on its own (regional compilation), leaving them out
+  # of the graphs (`torch.compiler.disable`) lets a stack's blocks share
+  # one graph: dynamo specializes on the index, one graph per layer.
+  LAYER_INDEXED_METHODS = ("stored_cross_attention", "update_cache")
 
   def stored_cross_attention(
       self, past_key_values: Cache
