@@ -70,13 +70,15 @@ install: $(STAMP) $(UPSTREAM_STAMP)
 # CPython 3.10 (`make test-tpu-vm`, .ci/tpu_vm_leg.py): the preflight and
 # README's tool command, recipes 1 and 2 read from the README, every
 # variant's and baseline's gin file through the stock CLI, every gin file's
-# layers, the TPU tool's commands, the TPU programs compiled by XLA,
+# layers, the TPU tool's commands, its processes (it holds no TPU) and the
+# data its jobs read, the TPU programs compiled by XLA,
 # lowered on SimdMeshImpl meshes and through mesh's TPU model function.
 # `make test` leaves them to that leg, so that CI (both legs) runs each
 # module once; `make test TPU_VM_LEG=` runs them on CPython 3.11 too.
 TPU_VM_LEG := test_tpu_preflight.py test_recipes.py test_variants_cli.py \
   test_baselines_cli.py test_gin_files.py test_tpu_job.py test_xla.py \
-  test_tpu_mesh.py test_tpu_model_fn.py
+  test_tpu_mesh.py test_tpu_model_fn.py test_tpu_job_process.py \
+  test_tpu_data.py
 
 test: install
 	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) \

@@ -59,6 +59,7 @@ setuptools.setup(
         "mtf-synthesizer-export-hf=_mtf_synthesizer_commands:export_hf",
         "mtf-synthesizer-from-t5=_mtf_synthesizer_commands:from_t5",
         "mtf-synthesizer-tpu-job=mtf_synthesizer.commands.tpu_job:main",
+        "mtf-synthesizer-data=mtf_synthesizer.commands.data:main",
         "mtf-synthesizer-convert-release-checkpoint="
         "mtf_synthesizer.commands.convert_release_checkpoint:main",
     ]},

@@ -92,7 +92,7 @@ class Attention:
 _WU = ("Wu et al. 2019, Pay Less Attention with Lightweight and Dynamic "
        "Convolutions")
 
-# The paper's tables, as `cloud_tpu.TABLE_EXPERIMENTS` names them.
+# The paper's tables, as `jobs.experiments.TABLE_EXPERIMENTS` names them.
 _ALL = ("Table 2-3", "Table 4", "Tables 5-6", "Table 7")
 _T2_T6 = ("Table 2-3", "Table 4", "Tables 5-6")
 _T23 = ("Table 2-3",)

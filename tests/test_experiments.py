@@ -16,6 +16,7 @@ import conftest
 import mtf_synthesizer
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import cloud_tpu
+from mtf_synthesizer.jobs import experiments
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
 import t5.models
@@ -57,9 +58,9 @@ def _lengths(experiment):
   return {"inputs": inputs, "targets": targets}
 
 
-@pytest.mark.parametrize("name", sorted(cloud_tpu.EXPERIMENTS))
+@pytest.mark.parametrize("name", sorted(experiments.EXPERIMENTS))
 def test_experiment_file_matches_the_tool_and_registry(name):
-  experiment = cloud_tpu.EXPERIMENTS[name]
+  experiment = experiments.EXPERIMENTS[name]
   _parse(experiment.gin_file, "synthesizer/random.gin")
   assert gin.query_parameter("utils.run.model_type") == experiment.model_type
   mixture = gin.query_parameter("%MIXTURE_NAME")
@@ -72,7 +73,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
   assert conftest.gin_value("SynthesizerAttention.max_length") == max(
       n for n in experiment.train_lengths if n)
   assert gin.query_parameter("utils.run.batch_size") == (
-      "tokens_per_batch", cloud_tpu.TOKENS_PER_BATCH)
+      "tokens_per_batch", experiments.TOKENS_PER_BATCH)
   # The T5 model file keeps its size: the experiment file sets none.
   assert gin.query_parameter("%d_model") == 768
   # The evaluated split exists (TFDS facts for the builders whose splits
@@ -83,7 +84,7 @@ def test_experiment_file_matches_the_tool_and_registry(name):
 
 
 def test_c4_then_glue_super_glue_finetune_file():
-  experiment = cloud_tpu.EXPERIMENTS["c4_glue_superglue"]
+  experiment = experiments.EXPERIMENTS["c4_glue_superglue"]
   _parse(experiment.gin_file)
   assert gin.query_parameter("utils.run.train_steps") == 2 ** 19
   gin.clear_config()
@@ -101,7 +102,7 @@ def test_c4_then_glue_super_glue_finetune_file():
 
 @pytest.mark.parametrize("name", ["ag_news", "imdb"])
 def test_encoder_classifier_files(name):
-  _parse(cloud_tpu.EXPERIMENTS[name].gin_file,
+  _parse(experiments.EXPERIMENTS[name].gin_file,
          "synthesizer/factorized_random.gin")
   assert gin.query_parameter("utils.run.model_type") == "aligned"
   assert gin.query_parameter("mesh_train_dataset_fn.pack") is False
@@ -119,11 +120,11 @@ def test_factorized_random_keeps_k_8_elsewhere():
 def test_paper_commands_cover_every_table_and_variant(capsys):
   assert conftest.run_tool("paper_commands.py", []) == 0
   text = capsys.readouterr().out
-  for table, experiments in cloud_tpu.TABLE_EXPERIMENTS.items():
-    for experiment in experiments:
-      for variant in cloud_tpu.TABLE_VARIANTS[table]:
-        header = "# %s, variant %s" % (cloud_tpu.EXPERIMENTS[experiment].paper,
-                                       variant)
+  for table, names in experiments.TABLE_EXPERIMENTS.items():
+    for experiment in names:
+      for variant in experiments.TABLE_VARIANTS[table]:
+        header = "# %s, variant %s" % (
+            experiments.EXPERIMENTS[experiment].paper, variant)
         assert header in text, header
   # They run on the TPU VM (--tpu=local); the bucket is left to the shell.
   assert "--tpu=local" in text and "gs://${BUCKET}/" in text
@@ -134,11 +135,11 @@ def test_paper_commands_cover_every_table_and_variant(capsys):
   table56 = "\n".join(cloud_tpu.table_commands("Tables 5-6", ["random"]))
   assert "experiments/glue_super_glue_finetune.gin" in table56
   # The baseline rows (tests/test_tpu_job.py checks their commands).
-  for table, names in cloud_tpu.TABLE_BASELINES.items():
-    for experiment in cloud_tpu.TABLE_EXPERIMENTS[table]:
+  for table, names in experiments.TABLE_BASELINES.items():
+    for experiment in experiments.TABLE_EXPERIMENTS[table]:
       for name in names:
         header = "# %s, baseline %s (%s)" % (
-            cloud_tpu.EXPERIMENTS[experiment].paper, name,
+            experiments.EXPERIMENTS[experiment].paper, name,
             attentions.get(name).label)
         assert header in text, header
   assert "baseline linformer" in text and "baseline dynamic_conv" in text
@@ -146,8 +147,9 @@ def test_paper_commands_cover_every_table_and_variant(capsys):
 
 def _printed_job(table, baseline, experiment):
   """The first command of a baseline's job, as printed for `table`."""
-  header = "# %s, baseline %s (%s)" % (cloud_tpu.EXPERIMENTS[experiment].paper,
-                                       baseline.name, baseline.label)
+  header = "# %s, baseline %s (%s)" % (
+      experiments.EXPERIMENTS[experiment].paper, baseline.name,
+      baseline.label)
   lines = cloud_tpu.table_commands(table, baseline_names=[baseline.name])
   return shlex.split(lines[lines.index(header) + 1].replace("\\\n", " "))
 
@@ -166,7 +168,7 @@ def test_printed_baseline_command_configures_the_baseline(table, label,
   params = [a.split("=", 1)[1] for a in argv if a.startswith("--gin_param=")]
   gin.parse_config_files_and_bindings(files, params)
   assert gin.query_parameter("%MIXTURE_NAME") == (
-      cloud_tpu.EXPERIMENTS[experiment].train_mixture)
+      experiments.EXPERIMENTS[experiment].train_mixture)
   stack = "transformer.make_layer_stack.layers"
   if label == "Linformer":
     # The encoder-only model's one stack; the paper's k.

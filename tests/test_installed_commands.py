@@ -23,6 +23,7 @@ SOURCES = ("setup.py", "MANIFEST.in", "mtf_synthesizer.pth",
            "_mtf_synthesizer_hooks.py", "_mtf_synthesizer_commands.py",
            "mtf_synthesizer", "t5_tasks", "gin")
 COMMANDS = ("mtf-synthesizer-export-hf", "mtf-synthesizer-tpu-job",
+            "mtf-synthesizer-data",
             "mtf-synthesizer-convert-release-checkpoint",
             "mtf-synthesizer-from-t5")
 

@@ -33,6 +33,7 @@ import pytest
 import conftest
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import cloud_tpu
+from mtf_synthesizer.jobs import experiments
 
 _ROOT = conftest.REPO
 
@@ -239,10 +240,10 @@ def _model_gin_value(path, name):
 @pytest.mark.parametrize("version", ["1.0", "1.1"])
 def test_model_dimensions_match_t5_gin_files(version):
   # The divisibility check uses the heads and d_ff of T5's own files.
-  for size, gin_file in cloud_tpu.MODEL_GIN[version].items():
+  for size, gin_file in experiments.MODEL_GIN[version].items():
     want = (_model_gin_value(gin_file, "num_heads"),
             _model_gin_value(gin_file, "d_ff"))
-    assert cloud_tpu.MODEL_DIMS[version][size] == want, (version, size)
+    assert experiments.MODEL_DIMS[version][size] == want, (version, size)
 
 
 def test_indivisible_model_parallelism_is_a_clear_error(capsys):
@@ -269,7 +270,7 @@ def test_mixture_names_are_registered():
   import seqio  # pylint: disable=g-import-not-at-top
   import t5_tasks  # pylint: disable=g-import-not-at-top,unused-import
   names = set()
-  for exp in cloud_tpu.EXPERIMENTS.values():
+  for exp in experiments.EXPERIMENTS.values():
     names.add(exp.train_mixture)
     if exp.finetune_mixture:
       names.add(exp.finetune_mixture)
@@ -289,7 +290,7 @@ def test_without_dry_run_runs_commands_in_order_and_stops_on_failure(
 
 
 def test_model_type_is_a_real_mesh_model_type():
-  for name, experiment in cloud_tpu.EXPERIMENTS.items():
+  for name, experiment in experiments.EXPERIMENTS.items():
     assert experiment.model_type in ("bitransformer", "lm", "aligned"), name
     assert experiment.paper.startswith("Table"), name
 
@@ -315,33 +316,33 @@ def _paper_commands(monkeypatch, *args):
 
 
 def _baseline_header(experiment, baseline):
-  return "%s, baseline %s (%s)" % (cloud_tpu.EXPERIMENTS[experiment].paper,
+  return "%s, baseline %s (%s)" % (experiments.EXPERIMENTS[experiment].paper,
                                    baseline.name, baseline.label)
 
 
 def test_each_table_runs_the_rows_that_report_it():
   # The paper's tables are facts of the attention table (its paper_tables,
   # checked against README.md and docs/baselines.md by test_gin_files).
-  for table in cloud_tpu.TABLE_EXPERIMENTS:
-    for rows, names in ((attentions.VARIANTS, cloud_tpu.TABLE_VARIANTS),
-                        (attentions.BASELINES, cloud_tpu.TABLE_BASELINES)):
+  for table in experiments.TABLE_EXPERIMENTS:
+    for rows, names in ((attentions.VARIANTS, experiments.TABLE_VARIANTS),
+                        (attentions.BASELINES, experiments.TABLE_BASELINES)):
       assert set(names[table]) == {a.name for a in rows
                                    if table in a.paper_tables}
-    assert "vanilla" in cloud_tpu.TABLE_VARIANTS[table]  # the Transformer
+    assert "vanilla" in experiments.TABLE_VARIANTS[table]  # the Transformer
   for attention in attentions.ATTENTIONS:
-    assert set(attention.paper_tables) <= set(cloud_tpu.TABLE_EXPERIMENTS)
-  assert cloud_tpu.TABLE_VARIANTS["Table 2-3"] == tuple(
+    assert set(attention.paper_tables) <= set(experiments.TABLE_EXPERIMENTS)
+  assert experiments.TABLE_VARIANTS["Table 2-3"] == tuple(
       v.name for v in attentions.VARIANTS if v.in_paper)
-  assert not cloud_tpu.TABLE_BASELINES["Table 2-3"]
+  assert not experiments.TABLE_BASELINES["Table 2-3"]
 
 
 @pytest.mark.parametrize("table", sorted(_TABLE_JOB_COMMANDS))
 def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
   jobs = _paper_commands(monkeypatch, "--table", table)
   wanted = [attentions.get(label)
-            for label in cloud_tpu.TABLE_BASELINES[table]]
-  for experiment in cloud_tpu.TABLE_EXPERIMENTS[table]:
-    exp = cloud_tpu.EXPERIMENTS[experiment]
+            for label in experiments.TABLE_BASELINES[table]]
+  for experiment in experiments.TABLE_EXPERIMENTS[table]:
+    exp = experiments.EXPERIMENTS[experiment]
     for baseline in wanted:
       gin_file = "baselines/%s.gin" % baseline.name
       assert os.path.exists(os.path.join(_SYNTH_GIN, gin_file))
@@ -365,9 +366,10 @@ def test_paper_commands_print_the_baseline_rows(monkeypatch, table):
         assert _flag(c, "--model_dir").startswith(root)
   # No other baseline rows; the variants' rows are still there.
   assert sum("baseline" in h for h, _ in jobs) == len(
-      wanted) * len(cloud_tpu.TABLE_EXPERIMENTS[table])
+      wanted) * len(experiments.TABLE_EXPERIMENTS[table])
   assert sum(", variant " in h for h, _ in jobs) == len(
-      cloud_tpu.TABLE_VARIANTS[table]) * len(cloud_tpu.TABLE_EXPERIMENTS[table])
+      experiments.TABLE_VARIANTS[table]) * len(
+          experiments.TABLE_EXPERIMENTS[table])
 
 
 def test_paper_commands_print_no_baseline_for_tables_2_3(monkeypatch):
@@ -381,11 +383,11 @@ def test_a_baseline_flag_adds_it_to_another_table(monkeypatch):
   dyconv = attentions.get("DyConv")
   assert [h for h, _ in jobs] == [
       _baseline_header(e, dyconv)
-      for e in cloud_tpu.TABLE_EXPERIMENTS["Table 2-3"]]
-  for (_, cmds), experiment in zip(jobs, cloud_tpu.TABLE_EXPERIMENTS[
+      for e in experiments.TABLE_EXPERIMENTS["Table 2-3"]]
+  for (_, cmds), experiment in zip(jobs, experiments.TABLE_EXPERIMENTS[
       "Table 2-3"]):
     assert _gin_files(cmds[0])[1:] == [
-        cloud_tpu.EXPERIMENTS[experiment].gin_file,
+        experiments.EXPERIMENTS[experiment].gin_file,
         "baselines/dynamic_conv.gin"]
   # The language model evaluates its perplexity, like the variants'.
   (lm1b,) = [c for h, c in jobs if h.startswith("Table 2: LM1B")]

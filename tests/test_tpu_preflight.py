@@ -92,7 +92,7 @@ def test_the_pjrt_runtime_asks_for_a_stream_executor_image(tpu_vm, variable,
 
 
 def test_a_name_on_a_tpu_vm_suggests_local(tpu_vm):
-  message = _error(tpu="synth-v3", dev_dir=tpu_vm, drives_tpu=_yes)
+  message = _error(tpu="synth-v3-8", dev_dir=tpu_vm, drives_tpu=_yes)
   assert "--tpu=local" in message and "8470" in message
 
 
@@ -101,20 +101,46 @@ def test_local_off_a_tpu_vm_names_no_tpu(no_tpu):
   assert "has none" in message
 
 
-@pytest.mark.parametrize("topology", ["v3-32", "4x4", "v4-16"])
-def test_a_multi_host_slice_must_be_meant(tpu_vm, topology):
+@pytest.mark.parametrize("topology,hosts", [
+    ("v3-32", 4), ("4x4", 4), ("v4-16", 2), ("v4-32", 4)])
+def test_a_multi_host_slice_must_be_meant(tpu_vm, topology, hosts):
+  """A pod is named; without the switch one line says why not, whatever
+  the name (the name check used to fire first for a named pod)."""
+  for tpu in ("synth-pod", "local"):
+    message = _error(tpu=tpu, tpu_topology=topology, dev_dir=tpu_vm,
+                     drives_tpu=_yes)
+    assert "spans %d hosts" % hosts in message
+    assert "SentencepieceOp" in message and "#965" in message
+    assert "#830" in message
+    assert tpu_checks.MULTI_HOST_ENV in message
+  switch = {tpu_checks.MULTI_HOST_ENV: "1"}
+  (warning,) = tpu_checks.check("synth-pod", topology, dev_dir=tpu_vm,
+                                drives_tpu=_yes, environ=switch)
+  assert "SentencepieceOp" in warning and "#830" in warning
   message = _error(tpu="local", tpu_topology=topology, dev_dir=tpu_vm,
+                   drives_tpu=_yes, environ=switch)
+  assert "addressed by its name" in message
+
+
+@pytest.mark.parametrize("topology,version,cores_per_chip", [
+    ("v3-8", None, None), ("2x2", None, None), ("v2-8", None, None),
+    ("2x2x1", "v4", 1), (None, None, None)])
+def test_a_single_host_tpu_vm_passes(tpu_vm, topology, version,
+                                     cores_per_chip):
+  assert tpu_checks.check("local", topology, tpu_version=version,
+                          logical_cores_per_chip=cores_per_chip,
+                          dev_dir=tpu_vm, drives_tpu=_yes, environ={}) == []
+
+
+def test_v4_as_mesh_would_miscount_it_is_refused(tpu_vm):
+  """mesh reads "v4-8" as 8 cores; TensorFlow shows a v4-8's 4 devices."""
+  message = _error(tpu="local", tpu_topology="v4-8", dev_dir=tpu_vm,
                    drives_tpu=_yes)
-  assert "SentencepieceOp" in message and "#965" in message
-  assert tpu_checks.MULTI_HOST_ENV in message
-  tpu_checks.check("local", topology, dev_dir=tpu_vm, drives_tpu=_yes,
-                   environ={tpu_checks.MULTI_HOST_ENV: "1"})
-
-
-@pytest.mark.parametrize("topology", ["v3-8", "2x2", "v2-8", "v4-8", None])
-def test_a_single_host_tpu_vm_passes(tpu_vm, topology):
-  tpu_checks.check("local", topology, dev_dir=tpu_vm, drives_tpu=_yes,
-                   environ={})
+  assert "count 8 cores" in message and "shows 4 devices" in message
+  assert "'2x2x1'" in message and "--logical_cores_per_chip=1" in message
+  message = _error(tpu="local", tpu_topology="2x2x1", tpu_version="v4",
+                   dev_dir=tpu_vm, drives_tpu=_yes)
+  assert "count 8 cores" in message
 
 
 def test_no_tpu_asked_or_skipped_checks_nothing(no_tpu):
@@ -213,3 +239,31 @@ def test_the_two_legs_run_every_module_once():
     ci = f.read()
   assert "\nmake test\n" in ci and "\nmake test-tpu-vm\n" in ci
   assert ci.index("make tpu-vm-env") < ci.index("\nmake test\n")
+
+
+def test_pip_check_reports_only_what_the_lock_explains():
+  """On the TPU VM leg's environment: every requirement `pip check` reports
+  is one that requirements-tpu-vm.lock's header names and explains."""
+  if os.path.basename(sys.prefix) != ".venv-tpu":
+    pytest.skip("the TPU VM's environment only (make test-tpu-vm)")
+  proc = subprocess.run([sys.executable, "-m", "pip", "check"],
+                        capture_output=True, text=True, check=False)
+  reported = [l for l in proc.stdout.splitlines() if l.strip()]
+  assert reported, "pip check found nothing: the lock's header is stale"
+  with open(os.path.join(conftest.REPO, "requirements-tpu-vm.lock")) as f:
+    header = " ".join(l.lstrip("# ").strip() for l in f
+                      if l.startswith("#"))
+  assert "reports %s requirements" % {
+      2: "two", 3: "three", 4: "four", 5: "five"}.get(
+          len(reported), str(len(reported))) in header
+  def normal(text):
+    return text.lower().replace("_", "-")
+  for line in reported:
+    package, version = line.split()[:2]
+    wanted = re.search(r"requires (\S+?),|requirement ([\w.-]+)", line)
+    assert wanted, line
+    asks_for = wanted.group(1) or wanted.group(2)
+    said = re.search(r"%s ([\d.]+) (?:asks )?for %s" % (
+        re.escape(normal(package)), re.escape(normal(asks_for))),
+                     normal(header))
+    assert said and version.startswith(said.group(1)), line

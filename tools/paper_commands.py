@@ -8,7 +8,7 @@ where the table has one, evaluate), with shell variables for the TPU, zone,
 project and bucket:
 
   python tools/paper_commands.py > paper_commands.sh
-  TPU=synth-v3 ZONE=europe-west4-a PROJECT=my-project BUCKET=my-bucket \
+  TPU=synth-v3-8 ZONE=europe-west4-a PROJECT=my-project BUCKET=my-bucket \
       bash paper_commands.sh   # runs everything, one job after the other
 
 The baseline rows: DyConv and LightConv in Table 4, DyConv in Tables 5-6,
@@ -27,7 +27,7 @@ Tables 2-3); without `--table`, such a table is left out with a note on
 stderr and the other tables' commands are printed.
 
 The tables' experiments, variants and baselines are in
-`mtf_synthesizer.jobs.cloud_tpu` (TABLE_EXPERIMENTS, TABLE_VARIANTS,
+`mtf_synthesizer.jobs.experiments` (TABLE_EXPERIMENTS, TABLE_VARIANTS,
 TABLE_BASELINES, the last from `mtf_synthesizer.attentions`).
 """
 
@@ -38,6 +38,7 @@ from typing import Optional, Sequence
 import _checkout  # pylint: disable=unused-import  (the checkout first)
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import cloud_tpu
+from mtf_synthesizer.jobs import experiments
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -46,7 +47,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       description=__doc__.splitlines()[0],
       formatter_class=argparse.RawDescriptionHelpFormatter,
       epilog=__doc__.split("\n\n", 1)[1])
-  parser.add_argument("--table", choices=list(cloud_tpu.TABLE_EXPERIMENTS),
+  parser.add_argument("--table", choices=list(experiments.TABLE_EXPERIMENTS),
                       action="append", help="default: every table")
   parser.add_argument("--variant", choices=attentions.VARIANT_NAMES,
                       action="append",
@@ -60,7 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--tpu_topology", default="2x2")
   args = parser.parse_args(argv)
   lines = ["set -e"]
-  for table in args.table or cloud_tpu.TABLE_EXPERIMENTS:
+  for table in args.table or experiments.TABLE_EXPERIMENTS:
     try:
       lines += cloud_tpu.table_commands(
           table, args.variant, args.baseline, model_size=args.model_size,

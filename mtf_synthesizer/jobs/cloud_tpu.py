@@ -32,10 +32,9 @@ checkpoint, after these gin files, in this order:
 `global_step` is restored from the checkpoint, so `utils.run.train_steps` is
 absolute: pretrain_steps + finetune_steps.
 
-The paper's tables: TABLE_EXPERIMENTS (the experiments behind each),
-TABLE_VARIANTS (the Synthesizer rows) and TABLE_BASELINES (the baseline rows,
-derived from `attentions.BASELINES[*].paper_tables`); `table_commands` prints
-a table's commands.
+The experiments and the paper's tables are data in
+mtf_synthesizer/jobs/experiments.py; `table_commands` prints a table's
+commands.
 """
 
 import dataclasses
@@ -45,144 +44,13 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import commands
+from mtf_synthesizer.jobs import datasets
+from mtf_synthesizer.jobs import experiments
 from mtf_synthesizer.jobs import mesh_defaults
+from mtf_synthesizer.jobs import preflight
 from mtf_synthesizer.jobs import runner
 from mtf_synthesizer.stock_cli import tpu_checks
 
-STAGES = ("pretrain", "finetune", "eval")
-
-# T5 model gin files, per T5 version. T5 1.1 names its 3B and 11B "xl" and
-# "xxl". The paper (2020) uses T5 1.0.
-MODEL_GIN = {
-    "1.0": {s: "models/t5.1.0.%s.gin" % s for s in mesh_defaults.MODEL_SIZES},
-    "1.1": {"small": "models/t5.1.1.small.gin",
-            "base": "models/t5.1.1.base.gin",
-            "large": "models/t5.1.1.large.gin",
-            "3B": "models/t5.1.1.xl.gin",
-            "11B": "models/t5.1.1.xxl.gin"},
-}
-
-# (num_heads, d_ff) of each model gin, to check them against the mesh.
-MODEL_DIMS = {
-    "1.0": {"small": (8, 2048), "base": (12, 3072), "large": (16, 4096),
-            "3B": (32, 16384), "11B": (128, 65536)},
-    "1.1": {"small": (6, 1024), "base": (12, 2048), "large": (16, 2816),
-            "3B": (32, 5120), "11B": (64, 10240)},
-}
-# T5's SentencePiece vocabulary (32100 ids) padded by mesh's vocab_divisor
-# (128).
-VOCAB_SIZE = 32128
-
-
-@dataclasses.dataclass(frozen=True)
-class Experiment:
-  """One experiment of the paper.
-
-  The gin files in `gin/experiments/` hold the settings (task,
-  lengths, steps, learning rate, model type); the fields below repeat what
-  the tool needs to compose and check commands without parsing gin, and
-  tests/test_experiments.py checks that both agree.
-
-  Attributes:
-    gin_file: the experiment file of the first (training) stage.
-    train_mixture: mixture or task of that stage.
-    train_lengths: its sequence lengths (inputs, targets); inputs None for a
-      language model.
-    train_steps: its step count.
-    model_type: `utils.run.model_type`: "bitransformer", "lm" or "aligned"
-      (the encoder-only classifier).
-    finetune_gin_file: the experiment file of the finetune stage (None: no
-      finetuning).
-    finetune_mixture: mixture of the finetune stage.
-    finetune_lengths: its sequence lengths.
-    eval_split: the split evaluated ("test" where the data set has no
-      validation split).
-    paper: where the paper reports it.
-    baseline_gin_params: baseline name -> the bindings a job of that
-      baseline adds to every command of this experiment (the paper's
-      settings for it).
-  """
-  gin_file: str
-  train_mixture: str
-  train_lengths: tuple
-  train_steps: int = 262144
-  model_type: str = "bitransformer"
-  finetune_gin_file: Optional[str] = None
-  finetune_mixture: Optional[str] = None
-  finetune_lengths: tuple = (512, 128)
-  eval_split: str = "validation"
-  paper: str = ""
-  baseline_gin_params: Mapping[str, Tuple[str, ...]] = dataclasses.field(
-      default_factory=dict)
-
-
-# Table 7: "We use k=32 for both factorized models". FactorizedRandom's k is
-# bound in experiments/_encoder_classifier.gin; Linformer's is bound here,
-# since the layer's gin file keeps its own default (128).
-_ENCODER_CLASSIFIER_BASELINE_PARAMS = {
-    "linformer": ("LinformerAttention.k = 32",)}
-
-
-# Mixture and task names as `t5_tasks` registers them.
-EXPERIMENTS = {
-    "c4_glue_superglue": Experiment(
-        "experiments/c4_span_corruption.gin", "synth_c4_span_corruption",
-        (512, 114), 524288,
-        finetune_gin_file="experiments/glue_super_glue_finetune.gin",
-        finetune_mixture="synth_glue_super_glue_proportional",
-        paper="Tables 4-6: C4 span corruption, then GLUE + SuperGLUE "
-        "co-trained"),
-    "wmt_ende": Experiment("experiments/wmt14_ende.gin", "synth_wmt14_ende",
-                           (256, 256), paper="Table 2: WMT'14 En-De"),
-    "wmt_enfr": Experiment("experiments/wmt14_enfr.gin", "synth_wmt14_enfr",
-                           (256, 256), paper="Table 2: WMT'14 En-Fr"),
-    "lm1b": Experiment("experiments/lm1b.gin", "synth_lm1b", (None, 256),
-                       model_type="lm", eval_split="test",
-                       paper="Table 2: LM1B, decoder-only language model"),
-    "cnn_dm": Experiment("experiments/cnn_dailymail.gin",
-                         "synth_cnn_dailymail", (512, 128),
-                         paper="Table 3: CNN/Dailymail summarization"),
-    "personachat": Experiment("experiments/personachat.gin",
-                              "synth_personachat", (512, 128),
-                              paper="Table 3: PersonaChat dialogue"),
-    "ag_news": Experiment("experiments/ag_news.gin", "synth_ag_news",
-                          (512, 512), 65536, model_type="aligned",
-                          eval_split="test",
-                          paper="Table 7: AG News classification, "
-                          "encoder only",
-                          baseline_gin_params=(
-                              _ENCODER_CLASSIFIER_BASELINE_PARAMS)),
-    "imdb": Experiment("experiments/imdb.gin", "synth_imdb", (512, 512),
-                       65536, model_type="aligned", eval_split="test",
-                       paper="Table 7: IMDb sentiment classification, "
-                       "encoder only",
-                       baseline_gin_params=_ENCODER_CLASSIFIER_BASELINE_PARAMS),
-}
-
-
-# The experiments behind each table.
-TABLE_EXPERIMENTS = {
-    "Table 2-3": ("wmt_ende", "wmt_enfr", "lm1b", "cnn_dm", "personachat"),
-    "Table 4": ("c4_glue_superglue",),
-    "Tables 5-6": ("c4_glue_superglue",),
-    "Table 7": ("ag_news", "imdb"),
-}
-# The variants and the baselines each table reports: `paper_tables` of the
-# attention table (mtf_synthesizer/attentions.py), the one place that says
-# so. The paper's Tables 2-3 report no baseline.
-TABLE_VARIANTS = {
-    table: tuple(a.name for a in attentions.VARIANTS
-                 if table in a.paper_tables)
-    for table in TABLE_EXPERIMENTS}
-TABLE_BASELINES = {
-    table: tuple(a.name for a in attentions.BASELINES
-                 if table in a.paper_tables)
-    for table in TABLE_EXPERIMENTS}
-# Table 4 is the pretraining stage of the C4 + GLUE/SuperGLUE job.
-_TABLE_STAGES = {"Table 4": "pretrain"}
-
-DEFAULT_FINETUNE_STEPS = 262144  # 2**18, T5's finetuning length.
-TOKENS_PER_BATCH = 65536  # T5: 128 sequences of 512 tokens.
 TPU_SOFTWARE = "tpu-vm-tf-2.15.1-%sse"  # TPUEstimator needs stream executor.
 
 
@@ -267,7 +135,8 @@ class Job:
   what the stock CLI drives: `local`, the TPU of the TPU VM the job runs on
   (`stock_cli/tpu_checks.py`). `zone` and `gcp_project` name where the TPU
   VM is created (the printed `gcloud` command), and are handed to the CLI
-  only with a TPU's name, which is looked up in them.
+  only with a TPU's name, which is looked up in them. `data_dir` is the TFDS
+  data folder every command reads (default `<bucket>/tensorflow_datasets`).
   """
   bucket: str
   tpu_topology: str
@@ -282,30 +151,31 @@ class Job:
   t5_version: str = "1.0"
   model_parallelism: Optional[int] = None
   pretrain_steps: Optional[int] = None
-  finetune_steps: int = DEFAULT_FINETUNE_STEPS
+  finetune_steps: int = experiments.DEFAULT_FINETUNE_STEPS
   tpu_version: str = "v3"
   extra_gin_params: Sequence[str] = ()
+  data_dir: Optional[str] = None
 
   def __post_init__(self):
     if not self.bucket.startswith("gs://"):
       raise ValueError("--bucket must be a gs:// path, got %r" % self.bucket)
     self.bucket = self.bucket.rstrip("/")
     attention = self.attention  # Checks the names.
-    if self.experiment not in EXPERIMENTS:
+    if self.experiment not in experiments.EXPERIMENTS:
       raise ValueError("Unknown experiment %r; one of %s" %
-                       (self.experiment, ", ".join(EXPERIMENTS)))
+                       (self.experiment, ", ".join(experiments.EXPERIMENTS)))
     self.check_causal(attention)
-    cores = mesh_defaults.num_cores(self.tpu_topology)
+    cores = mesh_defaults.num_devices(self.tpu_topology, self.tpu_version)
     if self.model_parallelism is None:
       self.model_parallelism = mesh_defaults.model_parallelism(
           self.model_size, cores)
     if self.pretrain_steps is None:
-      self.pretrain_steps = EXPERIMENTS[self.experiment].train_steps
+      self.pretrain_steps = self.exp.train_steps
     self.check_mesh()
 
   @property
-  def exp(self) -> Experiment:
-    return EXPERIMENTS[self.experiment]
+  def exp(self) -> experiments.Experiment:
+    return experiments.EXPERIMENTS[self.experiment]
 
   @property
   def attention(self) -> attentions.Attention:
@@ -319,6 +189,32 @@ class Job:
                                         attention_dir(self.attention))
 
   @property
+  def tfds_data_dir(self) -> str:
+    """Where every command reads its data (`--t5_tfds_data_dir`).
+
+    `data_dir` when given, else `<bucket>/tensorflow_datasets`.
+    """
+    return self.data_dir or self.bucket + "/tensorflow_datasets"
+
+  def mixtures(self, stage: str) -> List[str]:
+    """The mixtures and tasks the commands of a stage read.
+
+    Args:
+      stage: one of experiments.STAGES, or "all".
+
+    Returns:
+      Their names, in the order the stages read them.
+    """
+    stages = experiments.STAGES if stage == "all" else (stage,)
+    names = []
+    for one in stages:
+      if one in ("pretrain", "eval"):
+        names.append(self.exp.train_mixture)
+      if one in ("finetune", "eval") and self.exp.finetune_mixture:
+        names.append(self.exp.finetune_mixture)
+    return list(dict.fromkeys(names))
+
+  @property
   def pretrain_dir(self) -> str:
     return self.root_dir + "/pretrain"
 
@@ -328,7 +224,8 @@ class Job:
 
   @property
   def mesh_shape(self) -> str:
-    return mesh_defaults.mesh_shape(self.tpu_topology, self.model_parallelism)
+    return mesh_defaults.mesh_shape(self.tpu_topology, self.model_parallelism,
+                                    self.tpu_version)
 
   def check_causal(self, attention: attentions.Attention) -> None:
     """Refuses a non-causal baseline where the only stack is causal.
@@ -357,18 +254,21 @@ class Job:
 
   def check_mesh(self) -> None:
     """Fails early when the model does not split over the mesh."""
-    heads, d_ff = MODEL_DIMS[self.t5_version][self.model_size]
+    heads, d_ff = experiments.MODEL_DIMS[self.t5_version][self.model_size]
     lengths = [self.exp.train_lengths, self.exp.finetune_lengths]
-    batch = min(TOKENS_PER_BATCH // max(n for n in l if n) for l in lengths)
+    batch = min(experiments.TOKENS_PER_BATCH // max(n for n in l if n)
+                for l in lengths)
     mesh_defaults.check_divisible(
-        {"heads": heads, "d_ff": d_ff, "vocab": VOCAB_SIZE,
+        {"heads": heads, "d_ff": d_ff, "vocab": experiments.VOCAB_SIZE,
          "batch": batch},
         self.mesh_shape, mesh_defaults.layout_rules())
 
   def _command(self, model_dir: str, gin_files: Sequence[str],
                gin_params: Sequence[str]) -> commands.Command:
+    topology, logical_cores_per_chip = mesh_defaults.mesh_topology(
+        self.tpu_topology, self.tpu_version)
     mesh = [
-        "utils.tpu_mesh_shape.tpu_topology = %s" % _q(self.tpu_topology),
+        "utils.tpu_mesh_shape.tpu_topology = %s" % _q(topology),
         "utils.tpu_mesh_shape.model_parallelism = %d" %
         self.model_parallelism,
         "utils.run.layout_rules = %s" % _q(mesh_defaults.layout_rules()),
@@ -379,7 +279,8 @@ class Job:
         model_dir, tpu_name=self.tpu,
         gcp_project=self.gcp_project if named else None,
         zone=self.zone if named else None,
-        tfds_data_dir=self.bucket + "/tensorflow_datasets",
+        logical_cores_per_chip=logical_cores_per_chip,
+        tfds_data_dir=self.tfds_data_dir,
         gin_files=gin_files,
         gin_params=(list(gin_params) + mesh + self.attention_gin_params() +
                     list(self.extra_gin_params)))
@@ -399,7 +300,7 @@ class Job:
     return list(self.exp.baseline_gin_params.get(self.baseline, ()))
 
   def model_gin(self) -> str:
-    return MODEL_GIN[self.t5_version][self.model_size]
+    return experiments.MODEL_GIN[self.t5_version][self.model_size]
 
   def pretrain(self) -> commands.Command:
     """Trains from scratch: model size, experiment file, attention file."""
@@ -451,13 +352,13 @@ class Job:
     """The t5_mesh_transformer commands of a stage ("all": every stage).
 
     Args:
-      stage: one of STAGES, or "all".
+      stage: one of experiments.STAGES, or "all".
 
     Returns:
       The Commands, in the order they run.
     """
     if stage == "all":
-      return [c for s in STAGES for c in self.commands(s)]
+      return [c for s in experiments.STAGES for c in self.commands(s)]
     if stage == "pretrain":
       return [self.pretrain()]
     if stage == "finetune":
@@ -470,17 +371,25 @@ class Job:
     """The `gcloud` command that creates the TPU VM the job runs on.
 
     Returns:
-      Its argv; the zone and project are shell variables where not given.
+      Its argv; the zone and project are the shell variables ${ZONE} and
+      ${PROJECT} where not given (`dry_run_text` leaves them for the shell
+      to expand).
     """
     accel = accelerator_type(self.tpu_topology, self.tpu_version)
-    multi_host = (mesh_defaults.num_cores(self.tpu_topology) >
-                  tpu_checks.CORES_PER_HOST)
-    name = self.tpu_vm_name or "synth-" + accel
-    return ["gcloud", "compute", "tpus", "tpu-vm", "create", name,
+    multi_host = mesh_defaults.num_hosts(self.tpu_topology,
+                                         self.tpu_version) > 1
+    return ["gcloud", "compute", "tpus", "tpu-vm", "create",
+            self.vm_name,
             "--zone=%s" % (self.zone or "${ZONE}"),
             "--project=%s" % (self.gcp_project or "${PROJECT}"),
             "--accelerator-type=%s" % accel,
             "--version=%s" % (TPU_SOFTWARE % ("pod-" if multi_host else ""))]
+
+  @property
+  def vm_name(self) -> str:
+    """The TPU VM's name: --tpu_vm_name, else synth-<accelerator type>."""
+    return self.tpu_vm_name or "synth-" + accelerator_type(
+        self.tpu_topology, self.tpu_version)
 
   def tensorboard_command(self) -> List[str]:
     return ["tensorboard", "--logdir=%s" % self.root_dir]
@@ -489,7 +398,7 @@ class Job:
     """What a dry run prints: the TPU, TensorBoard and stage commands.
 
     Args:
-      stage: one of STAGES, or "all".
+      stage: one of experiments.STAGES, or "all".
 
     Returns:
       Shell text with a comment before each command.
@@ -498,15 +407,63 @@ class Job:
     lines = ["# experiment %s (%s); %s; T5 %s %s; mesh %s" %
              (self.experiment, self.exp.paper,
               describe_attention(self.attention), self.t5_version,
-              self.model_size, self.mesh_shape),
-             "# create the TPU VM (then run this tool on it, --tpu=local):",
-             commands.format_command(self.create_tpu_command()),
-             "# watch training:",
-             commands.format_command(self.tensorboard_command())]
+              self.model_size, self.mesh_shape)]
+    unset = [name for name, value in (("ZONE", self.zone),
+                                      ("PROJECT", self.gcp_project))
+             if not value]
+    if unset:
+      lines.append("# set %s first (--zone, --gcp_project print them in)" %
+                   " and ".join("%s=..." % name for name in unset))
+    lines += ["# create the TPU VM (then run this tool on it, --tpu=local):",
+              _shell_expands(commands.format_command(
+                  self.create_tpu_command())),
+              "# prepare the data the commands read, once (docs/tpu.md, "
+              "The data):",
+              commands.format_command(self.prepare_data_command(stage)),
+              "# watch training:",
+              commands.format_command(self.tensorboard_command())]
     for i, command in enumerate(stage_commands):
       lines.append("# step %d of %d" % (i + 1, len(stage_commands)))
       lines.append(commands.format_command(command))
     return "\n".join(lines)
+
+  def prepare_data_command(self, stage: str) -> List[str]:
+    """The command that prepares the datasets a stage reads.
+
+    Args:
+      stage: one of experiments.STAGES, or "all".
+
+    Returns:
+      The argv of `mtf-synthesizer-data --prepare` for the stage's
+      mixtures and the job's data folder.
+    """
+    return datasets.prepare_argv(self.mixtures(stage), self.tfds_data_dir)
+
+  def preflight_argv(self, stage: str) -> List[str]:
+    """The preflight of a stage's commands, as its own process runs it.
+
+    It checks the topology and flag the commands give mesh
+    (`mesh_defaults.mesh_topology`) and the datasets the stage reads.
+
+    Args:
+      stage: one of experiments.STAGES, or "all".
+
+    Returns:
+      The argv of `python -m mtf_synthesizer.jobs.preflight`.
+    """
+    topology, logical_cores_per_chip = mesh_defaults.mesh_topology(
+        self.tpu_topology, self.tpu_version)
+    generation = mesh_defaults.tpu_generation(self.tpu_topology,
+                                              self.tpu_version)
+    return preflight.argv_of(
+        tpu=self.tpu, tpu_topology=topology, tpu_version=generation.name,
+        logical_cores_per_chip=logical_cores_per_chip,
+        data_dir=self.tfds_data_dir, mixtures=self.mixtures(stage))
+
+
+def _shell_expands(text: str) -> str:
+  """Shell text whose ${NAME} placeholders the shell expands when pasted."""
+  return text.replace("\\${", "${")
 
 
 def beside_interpreter(
@@ -574,24 +531,24 @@ def _table_attentions(
   """The attentions of a table's jobs, as Job keyword arguments.
 
   Args:
-    table: a key of TABLE_EXPERIMENTS.
+    table: a key of experiments.TABLE_EXPERIMENTS.
     variant_names: variant names.
     baseline_names: baseline names.
 
   Returns:
     [{"variant": name}, ..., {"baseline": name}, ...]: the given variants
     and baselines; when neither is given, the variants and baselines the
-    table reports (TABLE_VARIANTS, TABLE_BASELINES).
+    table reports (experiments.TABLE_VARIANTS, experiments.TABLE_BASELINES).
 
   Raises:
     ValueError: for an unknown table.
   """
-  if table not in TABLE_EXPERIMENTS:
+  if table not in experiments.TABLE_EXPERIMENTS:
     raise ValueError("Unknown table %r; one of %s" %
-                     (table, ", ".join(TABLE_EXPERIMENTS)))
+                     (table, ", ".join(experiments.TABLE_EXPERIMENTS)))
   if variant_names is None and baseline_names is None:
-    variant_names = TABLE_VARIANTS[table]
-    baseline_names = TABLE_BASELINES[table]
+    variant_names = experiments.TABLE_VARIANTS[table]
+    baseline_names = experiments.TABLE_BASELINES[table]
   return ([{"variant": name} for name in variant_names or ()] +
           [{"baseline": name} for name in baseline_names or ()])
 
@@ -606,7 +563,7 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
   ${BUCKET}.
 
   Args:
-    table: a key of TABLE_EXPERIMENTS.
+    table: a key of experiments.TABLE_EXPERIMENTS.
     variant_names: variant names.
     baseline_names: baseline names. When neither these nor the variants are
       given: the variants and baselines the table reports.
@@ -621,13 +578,14 @@ def table_commands(table: str, variant_names: Optional[Sequence[str]] = None,
       a table with a language model (see `Job.check_causal`).
   """
   lines = []
-  for experiment in TABLE_EXPERIMENTS[table]:
+  for experiment in experiments.TABLE_EXPERIMENTS[table]:
     for attention in _table_attentions(table, variant_names, baseline_names):
       job = Job(bucket="gs://${BUCKET}", tpu_topology=tpu_topology,
                 model_size=model_size, experiment=experiment, **attention)
       lines.append("# %s, %s" % (job.exp.paper,
                                  describe_attention(job.attention)))
-      for command in job.commands(_TABLE_STAGES.get(table, "all")):
+      stage = experiments.TABLE_STAGES.get(table, "all")
+      for command in job.commands(stage):
         # The placeholders are for the shell to expand (in double quotes).
-        lines.append(commands.format_command(command).replace("\\${", "${"))
+        lines.append(_shell_expands(commands.format_command(command)))
   return lines

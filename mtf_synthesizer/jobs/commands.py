@@ -354,7 +354,8 @@ def export_predict(model_dir: str, export_dir: str, *,
 def tpu(model_dir: str, *, tpu_name: str, tfds_data_dir: str,
         gin_files: Sequence[str], gin_params: Sequence[str],
         gcp_project: Optional[str] = None,
-        zone: Optional[str] = None) -> Command:
+        zone: Optional[str] = None,
+        logical_cores_per_chip: Optional[int] = None) -> Command:
   """The Cloud TPU form: the bare CLI name and the TPU flags.
 
   The bare name is what the command prints; `cloud_tpu.run_commands` runs
@@ -368,11 +369,15 @@ def tpu(model_dir: str, *, tpu_name: str, tfds_data_dir: str,
     gin_params: the bindings, in order.
     gcp_project: `--gcp_project`, if given.
     zone: `--tpu_zone`, if given.
+    logical_cores_per_chip: mesh's `--logical_cores_per_chip`, if given
+      (1 on a megacore TPU; `mesh_defaults.mesh_topology`).
 
   Returns:
     The Command.
   """
   flags = ["--tpu=%s" % tpu_name]
+  if logical_cores_per_chip is not None:
+    flags.append("--logical_cores_per_chip=%d" % logical_cores_per_chip)
   if gcp_project:
     flags.append("--gcp_project=%s" % gcp_project)
   if zone:

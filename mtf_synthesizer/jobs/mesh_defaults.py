@@ -23,6 +23,7 @@ default, `model_parallelism(size, num_cores)` caps it at the number of
 cores (all cores hold one replica).
 """
 
+import dataclasses
 import functools
 import operator
 import re
@@ -43,10 +44,177 @@ MODEL_PARALLELISM: Dict[str, int] = {
 # d_kv, length, the synthesizer's position tables) is replicated.
 LAYOUT_RULES = "heads:model,batch:batch,d_ff:model,vocab:model"
 
-# Cores per chip: v2, v3 and v4 (megacore aside) chips have 2 TensorCores,
-# and `utils.tpu_mesh_shape` multiplies an "AxB" topology by this factor
-# (its `--logical_cores_per_chip` flag, default 2).
+# Cores per chip as mesh counts a chip grid ("AxB"): `utils.tpu_mesh_shape`
+# multiplies the grid by its `--logical_cores_per_chip` flag (default 2).
 CORES_PER_CHIP = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class TpuGeneration:
+  """What one TPU generation's chips and hosts are, as TensorFlow sees them.
+
+  Attributes:
+    name: "v2", "v3", "v4".
+    cores_per_chip: TensorCores per chip; the accelerator type's number
+      ("v3-8", "v4-8") counts these.
+    devices_per_chip: TPU devices TensorFlow shows per chip: one per core,
+      or one per chip where the two cores act as one (megacore).
+    chips_per_host: chips attached to one TPU VM host.
+    verified: whether a run on this generation has been made (none has).
+    source: where the counts come from.
+  """
+  name: str
+  cores_per_chip: int
+  devices_per_chip: int
+  chips_per_host: int
+  verified: bool
+  source: str
+
+  @property
+  def devices_per_host(self) -> int:
+    return self.devices_per_chip * self.chips_per_host
+
+
+# The generations that run TensorFlow's stream-executor images (docs/tpu.md).
+TPU_GENERATIONS: Dict[str, TpuGeneration] = {
+    "v2": TpuGeneration(
+        "v2", 2, 2, 4, False,
+        "Cloud TPU system architecture: 2 TensorCores per chip, 4 chips "
+        "per host; a v2-8 shows 8 TPU devices"),
+    "v3": TpuGeneration(
+        "v3", 2, 2, 4, False,
+        "Cloud TPU system architecture: 2 TensorCores per chip, 4 chips "
+        "per host; a v3-8 shows 8 TPU devices"),
+    "v4": TpuGeneration(
+        "v4", 2, 1, 4, False,
+        "megacore: a v4 chip's two TensorCores form one device, so a v4-8 "
+        "host shows 4 (pytorch/xla#5258: TPU_NUM_DEVICES=4 on a v4-8; "
+        "GoogleCloudPlatform/ml-testing-accelerators#550: 4 cores per host "
+        "for v4, 8 for v2 and v3; huggingface/transformers#20252: JAX lists "
+        "one device per v4 chip)"),
+}
+
+
+def tpu_generation(tpu_topology: str, tpu_version: str = "v3"
+                  ) -> TpuGeneration:
+  """The generation of a topology: its accelerator type's, else tpu_version.
+
+  Args:
+    tpu_topology: "v4-8" (the generation is its prefix) or a chip grid.
+    tpu_version: the generation of a chip grid.
+
+  Returns:
+    The TpuGeneration.
+
+  Raises:
+    ValueError: for a generation not in TPU_GENERATIONS.
+  """
+  accelerator = re.fullmatch(r"(v\d+[a-z]*)-\d+", tpu_topology)
+  name = accelerator.group(1) if accelerator else tpu_version
+  if name not in TPU_GENERATIONS:
+    raise ValueError(
+        "TPU %s is not one mesh-tensorflow's TPUEstimator can drive: the "
+        "stream-executor images serve %s (docs/tpu.md, Supported TPUs)."
+        % (name, ", ".join(TPU_GENERATIONS)))
+  return TPU_GENERATIONS[name]
+
+
+def num_chips(tpu_topology: str, tpu_version: str = "v3") -> int:
+  """The number of chips of a topology.
+
+  Args:
+    tpu_topology: see `num_cores`.
+    tpu_version: the generation of a chip grid.
+
+  Returns:
+    The chips of the slice.
+  """
+  generation = tpu_generation(tpu_topology, tpu_version)
+  if tpu_topology.startswith("v"):
+    return max(1, num_cores(tpu_topology) // generation.cores_per_chip)
+  return num_cores(tpu_topology) // CORES_PER_CHIP
+
+
+def num_devices(tpu_topology: str, tpu_version: str = "v3") -> int:
+  """The TPU devices TensorFlow shows for a topology: the mesh's size.
+
+  Args:
+    tpu_topology: see `num_cores`.
+    tpu_version: the generation of a chip grid.
+
+  Returns:
+    chips x devices per chip (v4-8: 4; v3-8: 8).
+  """
+  generation = tpu_generation(tpu_topology, tpu_version)
+  return num_chips(tpu_topology, tpu_version) * generation.devices_per_chip
+
+
+def num_hosts(tpu_topology: str, tpu_version: str = "v3") -> int:
+  """The TPU VM hosts of a topology (chips over chips per host, rounded up).
+
+  Args:
+    tpu_topology: see `num_cores`.
+    tpu_version: the generation of a chip grid.
+
+  Returns:
+    1 for v2-8, v3-8, v4-8 and smaller; more for pod slices.
+  """
+  generation = tpu_generation(tpu_topology, tpu_version)
+  chips = num_chips(tpu_topology, tpu_version)
+  return -(-chips // generation.chips_per_host)
+
+
+def mesh_topology(tpu_topology: str, tpu_version: str = "v3"
+                  ) -> Tuple[str, Optional[int]]:
+  """How to tell mesh's `utils.tpu_mesh_shape` the slice's devices.
+
+  mesh reads an accelerator type's number as its device count, and a chip
+  grid as chips x `--logical_cores_per_chip` (default 2). A megacore
+  generation (v4) shows one device per chip, so its slice is given as the
+  chip grid with `--logical_cores_per_chip=1`.
+
+  Args:
+    tpu_topology: see `num_cores`.
+    tpu_version: the generation of a chip grid.
+
+  Returns:
+    (the `utils.tpu_mesh_shape.tpu_topology` value, the
+    `--logical_cores_per_chip` value or None for mesh's default).
+  """
+  generation = tpu_generation(tpu_topology, tpu_version)
+  if generation.devices_per_chip == CORES_PER_CHIP:
+    return tpu_topology, None
+  if tpu_topology.startswith("v"):
+    grid = chip_grid(num_chips(tpu_topology, tpu_version))
+  else:
+    grid = re.split("_twisted|_untwisted", tpu_topology)[0]
+  return grid, generation.devices_per_chip
+
+
+def chip_grid(chips: int) -> str:
+  """The 3-D chip grid of a v4 slice of `chips` chips.
+
+  Cloud TPU's v4 topologies: v4-8 is 2x2x1, v4-16 2x2x2, v4-32 2x2x4, v4-64
+  2x4x4, v4-128 4x4x4, and so on, the smallest side doubling (z before y
+  before x). mesh reads only the grid's product.
+
+  Args:
+    chips: a power of two, at least 4.
+
+  Returns:
+    e.g. "2x2x1".
+
+  Raises:
+    ValueError: for another number.
+  """
+  if chips < 4 or chips & (chips - 1):
+    raise ValueError("A v4 slice has a power of two of chips, at least 4; "
+                     "got %d." % chips)
+  dims = [2, 2, 1]
+  while dims[0] * dims[1] * dims[2] < chips:
+    # The smallest side doubles; of equal sides, z before y before x.
+    dims[max(i for i in range(3) if dims[i] == min(dims))] *= 2
+  return "x".join(str(d) for d in dims)
 
 
 def model_parallelism(size: str, num_cores: Optional[int] = None) -> int:
@@ -102,12 +270,17 @@ def num_cores(tpu_topology: str) -> int:
       "as 'v3-8' or a chip grid such as '2x2'." % (tpu_topology,))
 
 
-def mesh_shape(tpu_topology: str, model_parallel: int) -> str:
+def mesh_shape(tpu_topology: str, model_parallel: int,
+               tpu_version: str = "v3") -> str:
   """The mesh `utils.tpu_mesh_shape` builds, as a "batch:B,model:M" string.
+
+  Its size is the TPU devices TensorFlow shows (`num_devices`): the cores
+  of v2 and v3, the chips of v4 (`mesh_topology` says how mesh is told).
 
   Args:
     tpu_topology: see `num_cores`.
-    model_parallel: cores per model replica; must divide the core count.
+    model_parallel: devices per model replica; must divide the device count.
+    tpu_version: the generation of a chip grid.
 
   Returns:
     The mesh shape string (axes of size 1 left out, as mesh does).
@@ -115,7 +288,7 @@ def mesh_shape(tpu_topology: str, model_parallel: int) -> str:
   Raises:
     ValueError: if model_parallel does not divide the number of cores.
   """
-  cores = num_cores(tpu_topology)
+  cores = num_devices(tpu_topology, tpu_version)
   if model_parallel < 1 or cores % model_parallel:
     raise ValueError(
         "model_parallelism %d does not divide the %d cores of TPU topology "

@@ -40,7 +40,14 @@ def check_tpu_flags() -> None:
   if topology is None and "use_model_api" in flag_values and (
       flag_values.use_model_api):
     topology = flag_values.tpu_topology  # the Model API's flag
-  tpu_checks.check(flag_values.tpu, topology)
+  logical_cores_per_chip = None
+  if "logical_cores_per_chip" in flag_values:
+    logical_cores_per_chip = flag_values.logical_cores_per_chip
+  for warning in tpu_checks.check(
+      flag_values.tpu, topology,
+      logical_cores_per_chip=logical_cores_per_chip):
+    print("%s: warning: %s" % (PROGRAM, warning), file=sys.stderr,
+          flush=True)
 
 
 def run() -> None:

@@ -8,8 +8,10 @@ start. In the stock `t5_mesh_transformer` only, once its
 `MTF_SYNTH_GRAPH_FILES=0` (`graph_files.py`: no graph files beside the
 checkpoints) and `MTF_SYNTH_GRAPH_OPTIMIZER=0` (`graph_optimizer.py`: no
 TF graph optimizer in the sessions). They make the suite's many tiny runs
-faster and are not part of the package. Any other process: nothing is
-imported.
+faster and are not part of the package. In any process, and only when a
+test sets `MTF_SYNTH_TEST_TPU_BUILD` or `MTF_SYNTH_TEST_DEV_DIR`: the
+stand-in TPU build of TensorFlow and device folder (`tpu_build.py`).
+Otherwise nothing is imported.
 """
 
 import importlib.abc
@@ -64,3 +66,10 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _Finder())
+
+# Any process: the stand-in TPU build of TensorFlow, when a test asks for it
+# (tpu_build.py).
+if os.environ.get("MTF_SYNTH_TEST_TPU_BUILD") or os.environ.get(
+    "MTF_SYNTH_TEST_DEV_DIR"):
+  import tpu_build  # pylint: disable=g-import-not-at-top
+  tpu_build.install_from_env()
