@@ -546,3 +546,22 @@ def test_sigterm_kills_the_command_in_progress_and_starts_no_other(
   assert "stopped by SIGTERM" in capsys.readouterr().err
   # The tool's own SIGTERM handling ends with it.
   assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_the_dry_run_pastes_into_a_shell_as_it_is(monkeypatch):
+  """Without --zone and --gcp_project the gcloud line holds ${ZONE} and
+  ${PROJECT} for the shell to expand; pasted into bash (gcloud a function
+  that prints its arguments), it creates the VM in the zone set there."""
+  text = _dry_run(monkeypatch, base=["--dry_run", "--bucket=gs://b",
+                                     "--tpu_topology=v3-8"])
+  monkeypatch.undo()  # the dry run is over; bash runs what it printed
+  assert "\\$" not in text
+  script = ("gcloud() { printf '%s\\n' \"$@\"; }\n"
+            "tensorboard() { :; }\nt5_mesh_transformer() { :; }\n"
+            "mtf-synthesizer-data() { :; }\n"
+            "ZONE=europe-west4-a PROJECT=my-project\n" + text)
+  out = subprocess.run(["bash", "-euc", script], capture_output=True,
+                       text=True, check=True).stdout.splitlines()
+  assert out[:7] == ["compute", "tpus", "tpu-vm", "create", "synth-v3-8",
+                     "--zone=europe-west4-a", "--project=my-project"]
+  assert "# set ZONE=... and PROJECT=... first" in text
