@@ -440,6 +440,8 @@ class MtfSynthesizerConfig(PreTrainedConfig):
         logger.warning("MtfSynthesizerConfig got %r, which is no field: did "
                        "you mean %r? It is kept as an attribute and does "
                        "nothing.", key, close)
+    if "num_hidden_layers" in kwargs:  # T5Config's alias of num_layers
+      self.num_layers = kwargs.pop("num_hidden_layers")
     if self.num_decoder_layers is None:
       self.num_decoder_layers = self.num_layers
     if self.factorized_dense_factors is None:
@@ -573,8 +575,11 @@ class MtfSynthesizerConfig(PreTrainedConfig):
     """The blocks of the stack that decodes: what transformers' caches hold.
 
     An encoder-decoder's decoder has `num_decoder_layers`; a causal LM's
-    one stack `num_layers`. Setting it sets `num_layers` (T5Config's
-    alias).
+    one stack `num_layers`. Given to the constructor it is T5Config's
+    alias of `num_layers` (the decoder has as many unless
+    `num_decoder_layers` is given); set afterwards, every stack gets that
+    many blocks. Either way it reads back what was given, and
+    `get_text_config(encoder=True)` reads the encoder's blocks.
     """
     if self.is_encoder_decoder:
       return self.num_decoder_layers
@@ -583,6 +588,8 @@ class MtfSynthesizerConfig(PreTrainedConfig):
   @num_hidden_layers.setter
   def num_hidden_layers(self, value: int) -> None:
     self.num_layers = value
+    if self.is_encoder_decoder:
+      self.num_decoder_layers = value
 
   def get_text_config(self, decoder: Optional[bool] = None,
                       encoder: Optional[bool] = None) -> PreTrainedConfig:
