@@ -47,8 +47,8 @@ NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 # Where a file that names functions may not name one outside the steps'
 # files: the PyTorch model code, the export, the benchmark's models.
-NO_LISTS = ("mtf_synthesizer/hf_model/*.py", "mtf_synthesizer/export/*.py",
-            "workbench/torch_benchmark*.py")
+NO_LISTS = ("mtf_synthesizer/hf_model/*.py", "mtf_synthesizer/hf_tools/*.py",
+            "mtf_synthesizer/export/*.py", "workbench/torch_benchmark*.py")
 
 
 def _section():
@@ -174,7 +174,7 @@ from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerFactorizedRandom
 
 register_function(%(name)r, FUNCTION_SETTINGS[
-    MtfSynthesizerFactorizedRandom.name], __file__)
+    MtfSynthesizerFactorizedRandom.name])
 
 
 class Toy(MtfSynthesizerFactorizedRandom):
@@ -188,13 +188,15 @@ def toy(tmp_path):
   and the benchmark's, registered for one test and removed after."""
   # pylint: disable=g-import-not-at-top
   import model_code
+  from mtf_synthesizer.hf_tools import extensions
   from workbench import torch_benchmark
   # pylint: enable=g-import-not-at-top
   path = tmp_path / ("%s_mtf_synthesizer.py" % TOY)
   path.write_text(TOY_MODULE)
   copies = [model_code.load("configuration"),
             torch_benchmark.load_model_code("configuration")]
-  modules = [c.load_extension(str(path)) for c in copies]
+  modules = [extensions.load_extension(str(path), c.__package__)
+             for c in copies]
   try:
     yield copies
   finally:
@@ -202,7 +204,7 @@ def toy(tmp_path):
       package = module.__name__.rpartition(".")[0]
       sys.modules.pop(module.__name__, None)
       configuration.FUNCTION_SETTINGS.pop(TOY, None)
-      configuration.EXTENSION_FILES.pop(TOY, None)
+      extensions.EXTENSION_FILES.pop(TOY, None)
       sys.modules[package + ".functions_mtf_synthesizer"].FUNCTIONS.pop(
           TOY, None)
 

@@ -56,6 +56,7 @@ import doc_blocks
 import model_code
 import tiny_models
 from mtf_synthesizer import attentions
+from mtf_synthesizer.hf_tools import mesh_training
 
 # pylint: disable=protected-access
 
@@ -178,7 +179,7 @@ def test_from_config_initializes_every_weight(variant):
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_from_config_learns_a_toy_task(variant):
-  """Copy 3 tokens, then repeat them: 100 steps of `mesh_optimizer()`.
+  """Copy 3 tokens, then repeat them: 100 steps of `mesh_optimizer`.
 
   A model that only learned the tokens' frequencies stays near ln(62) =
   4.1 nats; half the first loss needs the copy (cross-attention) or the
@@ -190,7 +191,7 @@ def test_from_config_learns_a_toy_task(variant):
   model = _seq2seq(variant.components)
   model.train()
   # mesh's Adafactor at a constant rate (mesh's default: 0.01 for 10k steps)
-  optimizer, schedule = model.mesh_optimizer(constant=3e-2)
+  optimizer, schedule = mesh_training.mesh_optimizer(model, constant=3e-2)
   losses = []
   for step in range(100):
     inputs, targets = _repeat_task(16, seed=step)
@@ -556,8 +557,9 @@ def test_seq2seq_trainer_finetunes_and_reloads(tmp_path):
   pytest.importorskip("accelerate")  # the Trainer's requirement
   variant = attentions.get("R+V")
   model = _seq2seq(variant.components)
-  trainer = _trainer(model, tmp_path / "run", max_steps=40,
-                     optimizers=model.mesh_optimizer(constant=3e-2))
+  trainer = _trainer(
+      model, tmp_path / "run", max_steps=40,
+      optimizers=mesh_training.mesh_optimizer(model, constant=3e-2))
   trainer.train()
   losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
   assert len(losses) == 40

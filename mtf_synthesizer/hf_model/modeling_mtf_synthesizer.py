@@ -18,11 +18,13 @@ The files of the model, each of one job: configuration_mtf_synthesizer.py
 (the configuration, plain data), functions_mtf_synthesizer.py (the
 synthesizing functions, eq. 1-7), attention_mtf_synthesizer.py (the
 attention layer that composes them, eq. 3 and 8), this file (blocks,
-stacks, the base model and its heads), training_mtf_synthesizer.py
-(mesh's loss, optimizer and schedule), t5_conversion_mtf_synthesizer.py
-(`from_t5`), weight_files_mtf_synthesizer.py (a broken weights file named
-before it is loaded) and extensions_mtf_synthesizer.py (the functions from
-outside the package that a saved model carries).
+stacks, the base model and its heads), loss_mtf_synthesizer.py (mesh's
+loss), checks_mtf_synthesizer.py (the checks of a call's arguments) and
+extensions_mtf_synthesizer.py (the functions from outside the package
+that a saved model carries). What the package does with the model beyond
+loading and running it (conversion from T5, mesh's optimizer, saving with
+a model card) is in `mtf_synthesizer/hf_tools/`, which this code never
+imports.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
@@ -35,7 +37,6 @@ to would be NaN), and sums of biases are clamped to it.
 import copy
 import functools
 import math
-import os
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import torch
@@ -65,21 +66,24 @@ from transformers.utils.output_capturing import capture_outputs
 # pylint: disable=relative-beyond-top-level,unused-import
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
+from .checks_mtf_synthesizer import check_embeds
+from .checks_mtf_synthesizer import check_encoder_decoder
+from .checks_mtf_synthesizer import check_ids
+from .checks_mtf_synthesizer import check_kwargs
+from .checks_mtf_synthesizer import check_labels
+from .checks_mtf_synthesizer import check_length
+from .checks_mtf_synthesizer import check_stack_inputs
+from .checks_mtf_synthesizer import embed
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
-from .configuration_mtf_synthesizer import write_extensions
-from .model_card_mtf_synthesizer import write_model_card
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS
 from .functions_mtf_synthesizer import MtfSynthesizerFunction
 from .functions_mtf_synthesizer import Positions
 from .functions_mtf_synthesizer import _linear
-from .training_mtf_synthesizer import MeshAdafactor
-from .training_mtf_synthesizer import mesh_learning_rate
-from .training_mtf_synthesizer import mesh_loss
-from .weight_files_mtf_synthesizer import check_weights
+from .loss_mtf_synthesizer import mesh_loss
 # pylint: enable=relative-beyond-top-level,unused-import
 
 # mesh's attention bias for a position that may not be attended to; the
@@ -293,7 +297,7 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def _output_loss(self, logits: torch.Tensor, targets: torch.Tensor,
                    num_items_in_batch: Optional[Union[int, torch.Tensor]]
                   ) -> torch.Tensor:
-    """mesh's loss of both heads (`training_mtf_synthesizer.mesh_loss`).
+    """mesh's loss of both heads (`loss_mtf_synthesizer.mesh_loss`).
 
     Not transformers' `self.loss_function`: mesh adds z_loss * log(Z)^2 per
     token in training and can divide by every position
@@ -340,52 +344,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     if attention_mask is None or length is None:
       return attention_mask
     return _static_mask(attention_mask, length)
-
-  @classmethod
-  def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-    """transformers' from_pretrained; a broken weights file is named first.
-
-    A local directory's safetensors files are checked
-    (`weight_files_mtf_synthesizer.py`): one cut short or corrupted raises
-    WeightsFileError naming it, where safetensors' own error names no file.
-
-    Args:
-      pretrained_model_name_or_path: a directory or Hub name.
-      *args: PreTrainedModel.from_pretrained's.
-      **kwargs: PreTrainedModel.from_pretrained's.
-
-    Returns:
-      The model (and its loading info, as asked).
-    """
-    if pretrained_model_name_or_path is not None:
-      check_weights(os.fspath(pretrained_model_name_or_path))
-    return super().from_pretrained(pretrained_model_name_or_path, *args,
-                                   **kwargs)
-
-  def save_pretrained(self, save_directory, *args, **kwargs):
-    """transformers' save_pretrained; the functions from outside come too.
-
-    The model code is written beside the weights (the Auto classes'
-    `auto_map`), and with it the module of each synthesizing function the
-    model uses that this package does not define (`load_extension`), so
-    that the folder loads with `trust_remote_code=True` on its own; and a
-    model card (README.md), unless the folder has a card of its own.
-
-    Args:
-      save_directory: the folder.
-      *args: PreTrainedModel.save_pretrained's.
-      **kwargs: PreTrainedModel.save_pretrained's.
-    """
-    super().save_pretrained(save_directory, *args, **kwargs)
-    config = self.config
-    write_extensions(os.fspath(save_directory),
-                     config.encoder_synthesizers +
-                     config.decoder_synthesizers)
-    loaded_from = config.name_or_path
-    write_model_card(save_directory, config, (
-        "saved by save_pretrained from a model loaded from %s" % loaded_from
-        if loaded_from else "saved by save_pretrained from a model built in "
-        "PyTorch"))
 
   @classmethod
   def _can_set_attn_implementation(cls) -> bool:
@@ -459,31 +417,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
       for name, (kind, scale) in module.initializers(config).items():
         draw[kind](getattr(module, name), scale)
 
-  def mesh_optimizer(self, total_steps: Optional[int] = None,
-                     **schedule) -> Tuple["MeshAdafactor",
-                                          torch.optim.lr_scheduler.LambdaLR]:
-    """The optimizer and schedule that train this model as mesh trains it.
-
-    With them, set `config.loss_denominator = "positions"` (mesh's loss
-    normalization) and `config.dropout_rate` to the mesh run's: from the
-    same weights and batches, the losses are mesh's
-    (tests/test_torch_follows_mesh.py).
-
-    Args:
-      total_steps: the training's steps (the schedule's linear decay).
-      **schedule: `mesh_learning_rate`'s other arguments (warmup_steps,
-        linear_decay_fraction, constant).
-
-    Returns:
-      (MeshAdafactor, its LambdaLR): step both after each batch, as
-      transformers' Trainer does with `optimizers=(optimizer, schedule)`.
-    """
-    optimizer = MeshAdafactor(self)
-    rate = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: mesh_learning_rate(step, total_steps,
-                                                   **schedule))
-    return optimizer, rate
-
   def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
     """The decoder inputs of targets: decoder_start_token_id, then labels."""
     start = torch.full_like(labels[:, :1], self.config.decoder_start_token_id)
@@ -537,10 +470,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       raise ValueError("give exactly one of %sinput_ids and %sinputs_embeds" %
                        (prefix, prefix))
     if inputs_embeds is None:
-      _check_ids(prefix + "input_ids", input_ids)
-      return _embed(self.embed_tokens, input_ids, prefix + "input_ids")
-    _check_embeds(prefix + "inputs_embeds", inputs_embeds,
-                  self.config.d_model)
+      check_ids(prefix + "input_ids", input_ids)
+      return embed(self.embed_tokens, input_ids, prefix + "input_ids")
+    check_embeds(prefix + "inputs_embeds", inputs_embeds,
+                 self.config.d_model)
     return inputs_embeds
 
   def _memory_span(self, past_key_values: Optional[Cache], t: int
@@ -564,10 +497,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     start = cache.get_seq_length() if cache is not None else 0
     static = _static_length(cache)
     if static is None:
-      _check_length(self.has_tables, start + t, self.config)
+      check_length(self.has_tables, start + t, self.config)
       return start, start + t, None
     if not torch.compiler.is_compiling():
-      _check_length(self.has_tables, int(start) + t, self.config)
+      check_length(self.has_tables, int(start) + t, self.config)
     return start, static, static
 
   def _positions(self, start: Union[int, torch.Tensor], query: torch.Tensor,
@@ -683,13 +616,13 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       **kwargs: `output_attentions` (each layer's attention weights) and
         `output_hidden_states` (each block's input and the output), both
         recorded by `capture_outputs` (default: the config's); generation's
-        bookkeeping; anything else raises (`_check_kwargs`).
+        bookkeeping; anything else raises (`check_kwargs`).
 
     Returns:
       BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
       decoder's, with output_attentions), or its tuple.
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions = kwargs.get("output_attentions")
     if output_attentions is None:
@@ -704,8 +637,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       attention_mask = (input_ids != config.pad_token_id).long()
     if attention_mask is not None and static is not None:
       attention_mask = _static_mask(attention_mask, static)
-    _check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
-                        encoder_hidden_states, encoder_attention_mask)
+    check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
+                       encoder_hidden_states, encoder_attention_mask)
     query = _query_positions(start, t, static, x.device)
     positions, rows = self._positions(start, query, s, static,
                                       attention_mask, position_ids)
@@ -743,25 +676,6 @@ def _query_positions(start: Union[int, torch.Tensor], t: int,
       t, device=device)
 
 
-def _check_stack_inputs(prefix: str, b: int, t: int, s: int,
-                        attention_mask: Optional[torch.Tensor],
-                        position_ids: Optional[torch.Tensor],
-                        encoder_hidden_states: Optional[torch.Tensor],
-                        encoder_attention_mask: Optional[torch.Tensor]
-                        ) -> None:
-  """Raises ValueError where a mask or the positions do not fit the call."""
-  if attention_mask is not None:
-    _check_mask(prefix + "attention_mask", attention_mask, b, s,
-                "the cache's positions and the new ones")
-  if position_ids is not None and tuple(position_ids.shape) != (b, t):
-    raise ValueError("%sposition_ids must be [batch, length] = [%d, %d], got "
-                     "shape %s" % (prefix, b, t, tuple(position_ids.shape)))
-  if encoder_hidden_states is not None and (
-      encoder_attention_mask is not None):
-    _check_mask("attention_mask", encoder_attention_mask, b,
-                encoder_hidden_states.shape[1], "the encoder's inputs")
-
-
 def _static_length(cache: Optional[Cache]) -> Optional[int]:
   """A static cache's length (what each layer returns), else None."""
   if cache is None or not cache.is_compileable:
@@ -774,98 +688,6 @@ def _static_mask(mask: torch.Tensor, length: int) -> torch.Tensor:
   if mask.dim() != 2 or mask.shape[-1] >= length:
     return mask
   return nn.functional.pad(mask, (0, length - mask.shape[-1]), value=0)
-
-
-def _check_length(has_tables: bool, length: int,
-                  config: MtfSynthesizerConfig) -> None:
-  """Raises ValueError where a stack with tables reads past them."""
-  if has_tables and length > config.synthesizer_max_length:
-    raise ValueError(
-        "a sequence of length %d is longer than max_length %d, the size "
-        "of the synthesizing functions' position tables "
-        "(synthesizer_max_length)" % (
-            length, config.synthesizer_max_length))
-
-
-def _check_ids(name: str, ids: torch.Tensor) -> None:
-  """Raises ValueError unless ids are [batch, length] > 0 of an integer dtype.
-
-  Ids past the vocabulary are found by the embedding (`_embed`), which on
-  CUDA reports them as a device-side assertion: a check would wait for the
-  device at every step.
-
-  Args:
-    name: the argument's name.
-    ids: the argument.
-  """
-  if not torch.is_tensor(ids) or ids.dim() != 2:
-    raise ValueError("%s must be a [batch, length] tensor of token ids, got "
-                     "%s" % (name, tuple(ids.shape) if torch.is_tensor(ids)
-                             else type(ids).__name__))
-  if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-    raise ValueError("%s must hold token ids of an integer dtype (torch.long),"
-                     " got %s" % (name, ids.dtype))
-  if ids.numel() == 0:
-    raise ValueError("%s is empty (shape %s): a batch needs an example and "
-                     "a position" % (name, tuple(ids.shape)))
-
-
-def _check_embeds(name: str, embeds: torch.Tensor, width: int) -> None:
-  """Raises ValueError unless embeds are a non-empty [batch, length, width]."""
-  if (embeds.dim() != 3 or embeds.shape[-1] != width or
-      embeds.numel() == 0 or not embeds.is_floating_point()):
-    raise ValueError("%s must be a non-empty [batch, length, d_model=%d] "
-                     "tensor of floats, got shape %s, %s" % (
-                         name, width, tuple(embeds.shape), embeds.dtype))
-
-
-def _embed(embedding: nn.Embedding, ids: torch.Tensor,
-           name: str) -> torch.Tensor:
-  """The embedding of ids; an id outside the vocabulary raises ValueError."""
-  if torch.compiler.is_compiling() or torch.jit.is_tracing():
-    return embedding(ids)
-  try:
-    return embedding(ids)
-  except IndexError:
-    raise ValueError(
-        "%s holds an id outside the vocabulary [0, %d) (min %d, max %d)" % (
-            name, embedding.num_embeddings, int(ids.min()),
-            int(ids.max()))) from None
-
-
-def _check_mask(name: str, mask: torch.Tensor, batch: int, length: int,
-                covers: str) -> None:
-  """Raises ValueError unless mask is [batch, length] (1 token, 0 padding).
-
-  Args:
-    name: the argument's name.
-    mask: the argument.
-    batch: the batch.
-    length: the positions it must cover.
-    covers: what those positions are, for the message.
-  """
-  if not torch.is_tensor(mask) or mask.dim() != 2 or (
-      mask.shape[0] != batch or mask.shape[1] != length):
-    raise ValueError(
-        "%s must be [batch, positions] = [%d, %d] (1 at tokens, 0 at "
-        "padding; the positions: %s), got %s" % (
-            name, batch, length, covers,
-            tuple(mask.shape) if torch.is_tensor(mask) else
-            type(mask).__name__))
-
-
-def _check_labels(name: str, labels: torch.Tensor,
-                  logits: Optional[torch.Tensor] = None) -> None:
-  """Raises ValueError unless labels are integer ids, one per position."""
-  if labels.is_floating_point() or labels.dtype == torch.bool:
-    raise ValueError("%s must hold token ids of an integer dtype (-100: "
-                     "ignored), got %s" % (name, labels.dtype))
-  if logits is not None and (
-      tuple(labels.shape) != tuple(logits.shape[:-1])):
-    raise ValueError("%s must be [batch, length] = %s, one per position of "
-                     "the logits, got shape %s" % (
-                         name, list(logits.shape[:-1]),
-                         tuple(labels.shape)))
 
 
 HiddenStates = Union[bool, int, Sequence[int]]
@@ -969,52 +791,13 @@ def _padding_bias(mask: Optional[torch.Tensor],
   return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
 
 
-# What a forward takes beyond its named arguments: the output flags (the
-# stack's, whose `capture_outputs` records the outputs) and generate()'s
-# bookkeeping, which the model does not need.
-_PASSED_KWARGS = frozenset(("output_attentions", "output_hidden_states",
-                            "cache_position", "logits_to_keep"))
-
-
-def _check_kwargs(kwargs: Dict, model: str) -> None:
-  """Raises TypeError on a keyword argument the model would not honour.
-
-  The forwards take `Unpack[TransformersKwargs]`, as transformers' models
-  do; those pass on and silently drop what they do not use, where a
-  keyword this model does not honour (packed sequences' `cu_seq_lens_q`,
-  `is_causal`, a seq2seq's `position_ids`, a misspelling) raises here.
-
-  Args:
-    kwargs: the call's keyword arguments beyond the named ones.
-    model: the class, for the message.
-  """
-  if kwargs.get("shift_labels") is not None:
-    raise TypeError(
-        "%s does not take shift_labels: its labels are the targets of the "
-        "decoder inputs (MtfSynthesizerForCausalLM takes them)" % model)
-  unknown = sorted(k for k, v in kwargs.items()
-                   if v is not None and k not in _PASSED_KWARGS)
-  if unknown:
-    raise TypeError("%s does not support %s" % (model, ", ".join(unknown)))
-
-
-def _check_encoder_decoder(config: MtfSynthesizerConfig, model: str) -> None:
-  """Raises ValueError where an encoder-decoder class gets a causal config."""
-  if not config.is_encoder_decoder:
-    raise ValueError(
-        "%s is an encoder-decoder, and the config has is_encoder_decoder="
-        "False (a decoder-only language model): build "
-        "MtfSynthesizerForCausalLM from it, or set is_encoder_decoder=True" %
-        model)
-
-
 class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
   """The encoder-decoder without an output layer (T5Model's place)."""
   _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight",
                         "decoder.embed_tokens.weight": "shared.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
-    _check_encoder_decoder(config, type(self).__name__)
+    check_encoder_decoder(config, type(self).__name__)
     super().__init__(config)
     if config.shared_embedding:
       self.shared = nn.Embedding(config.vocab_size, config.d_model)
@@ -1080,7 +863,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
     Returns:
       Seq2SeqModelOutput, or its tuple.
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1122,7 +905,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
-    _check_encoder_decoder(config, type(self).__name__)
+    check_encoder_decoder(config, type(self).__name__)
     super().__init__(config)
     self.model = MtfSynthesizerModel(config)
     self.lm_head = _linear(config.d_model, config.vocab_size,
@@ -1166,7 +949,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
       Seq2SeqLMOutput, or its tuple.
     """
     if labels is not None:
-      _check_labels("labels", labels)
+      check_labels("labels", labels)
     from_labels = decoder_input_ids is None and decoder_inputs_embeds is None
     if from_labels:
       if labels is None:
@@ -1196,7 +979,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     logits = self._output_logits(out.last_hidden_state)
     loss = None
     if labels is not None:
-      _check_labels("labels", labels, logits)
+      check_labels("labels", labels, logits)
       loss = self._output_loss(logits, labels, num_items_in_batch)
     return Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
@@ -1209,25 +992,6 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
 
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
-
-  @classmethod
-  def from_t5(cls, t5_model_or_path, **kwargs):
-    """A Synthesizer around a transformers T5's weights.
-
-    Args:
-      t5_model_or_path: a T5ForConditionalGeneration, or its path or Hub
-        name.
-      **kwargs: `t5_conversion_mtf_synthesizer.from_t5`'s
-        (encoder_synthesizers, decoder_synthesizers,
-        synthesizer_max_length, output_loading_info, config fields).
-
-    Returns:
-      The model (and a ConversionInfo with output_loading_info=True).
-    """
-    # pylint: disable-next=g-import-not-at-top,relative-beyond-top-level
-    from .t5_conversion_mtf_synthesizer import from_t5
-    return from_t5(cls, t5_model_or_path, **kwargs)
-
 
 class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                GenerationMixin):
@@ -1318,7 +1082,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     Returns:
       CausalLMOutputWithPast, or its tuple.
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1336,21 +1100,12 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     loss = None
     predicting = logits
     if shift_labels is not None:  # as given (labels, if any, are unused)
-      _check_labels("shift_labels", shift_labels, logits)
+      check_labels("shift_labels", shift_labels, logits)
     elif labels is not None:  # position i predicts token i + 1
-      _check_labels("labels", labels, logits)
+      check_labels("labels", labels, logits)
       predicting, shift_labels = logits[:, :-1], labels[:, 1:]
     if shift_labels is not None:
       loss = self._output_loss(predicting, shift_labels, num_items_in_batch)
     return CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
         hidden_states=out.hidden_states, attentions=out.attentions)
-
-
-# A model saved from Python carries this code beside its weights, as an
-# export does (config.json's auto_map names the classes), so that it loads
-# with trust_remote_code=True where this package is not installed.
-MtfSynthesizerModel.register_for_auto_class("AutoModel")
-MtfSynthesizerForConditionalGeneration.register_for_auto_class(
-    "AutoModelForSeq2SeqLM")
-MtfSynthesizerForCausalLM.register_for_auto_class("AutoModelForCausalLM")
