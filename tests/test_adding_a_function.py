@@ -48,7 +48,7 @@ NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
 # Where a file that names functions may not name one outside the steps'
 # files: the PyTorch model code, the export, the benchmark's models.
 NO_LISTS = ("mtf_synthesizer/hf_model/*.py", "mtf_synthesizer/hf_tools/*.py",
-            "mtf_synthesizer/export/*.py", "workbench/torch_benchmark*.py")
+            "mtf_synthesizer/export/*.py", "workbench/pytorch/*.py")
 
 
 def _section():
@@ -189,12 +189,12 @@ def toy(tmp_path):
   # pylint: disable=g-import-not-at-top
   import model_code
   from mtf_synthesizer.hf_tools import extensions
-  from workbench import torch_benchmark
+  from workbench.pytorch import benchmark
   # pylint: enable=g-import-not-at-top
   path = tmp_path / ("%s_mtf_synthesizer.py" % TOY)
   path.write_text(TOY_MODULE)
   copies = [model_code.load("configuration"),
-            torch_benchmark.load_model_code("configuration")]
+            benchmark.load_model_code("configuration")]
   modules = [extensions.load_extension(str(path), c.__package__)
              for c in copies]
   try:
@@ -218,16 +218,16 @@ def test_a_new_function_needs_no_other_list(toy):
   import model_code
   import test_attention_plan
   import tiny_models
-  from workbench import torch_benchmark
-  from workbench import torch_benchmark_flops
+  from workbench.pytorch import benchmark
+  from workbench.pytorch import flops
   # pylint: enable=g-import-not-at-top
   fr = synthesizers.FactorizedRandom.name
   dot = synthesizers.DotProduct.name
-  dims = torch_benchmark.Dims(
+  dims = benchmark.Dims(
       d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
       num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
       target_length=8, new_tokens=4)
-  flops_config = torch_benchmark.load_model_code(
+  flops_config = benchmark.load_model_code(
       "configuration").MtfSynthesizerConfig
   for toy_components, fr_components in (((TOY,), (fr,)),
                                         ((TOY, dot), (fr, dot))):
@@ -235,7 +235,7 @@ def test_a_new_function_needs_no_other_list(toy):
     for situation in test_attention_plan.SITUATIONS:
       assert (route(toy_components, *situation[1:]) ==
               route(fr_components, *situation[1:]))
-    counts = [torch_benchmark_flops.training_flops(dims, c, flops_config(
+    counts = [flops.training_flops(dims, c, flops_config(
         d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
         encoder_synthesizers=c, decoder_synthesizers=c))
               for c in (toy_components, fr_components)]

@@ -178,17 +178,17 @@ def test_the_flop_count_reads_it(extension):
   temperature multiplies the table: no product of its own)."""
   del extension
   # pylint: disable=g-import-not-at-top
-  from workbench import torch_benchmark
-  from workbench import torch_benchmark_flops
+  from workbench.pytorch import benchmark
+  from workbench.pytorch import flops
   # pylint: enable=g-import-not-at-top
-  configuration = torch_benchmark.load_model_code("configuration")
+  configuration = benchmark.load_model_code("configuration")
   module = extensions.load_extension(EXTENSION, configuration.__package__)
   try:
-    dims = torch_benchmark.Dims(
+    dims = benchmark.Dims(
         d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
         num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
         target_length=8, new_tokens=4)
-    counts = [torch_benchmark_flops.training_flops(
+    counts = [flops.training_flops(
         dims, (name,), configuration.MtfSynthesizerConfig(
             d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
             encoder_synthesizers=(name,), decoder_synthesizers=(name,)))

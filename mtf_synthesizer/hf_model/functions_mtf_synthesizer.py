@@ -268,7 +268,7 @@ class MtfSynthesizerFunction(nn.Module):
     matmul costs `TRAINING_MATMUL` times its forward), not the kernel's
     work: the layer's projections and its weights times the values are the
     layer's, not the function's. The benchmark's MFU adds these up
-    (`workbench/torch_benchmark_flops.py`).
+    (`workbench/pytorch/flops.py`).
 
     Args:
       batch: the examples.
