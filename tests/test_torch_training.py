@@ -142,6 +142,35 @@ def test_from_config_draws_every_weight(variant, causal_lm):
       assert not bool((tensor == second[name]).all()), name
 
 
+def test_norms_and_embeddings_are_drawn_by_transformers_initializer(
+    monkeypatch):
+  """`_init_weights` calls transformers' own (`PreTrainedModel.
+  _init_weights`) for every module it covers as mesh draws it: the norms
+  and the token embeddings (not T5's relative bias, a table of its own),
+  and for no other module."""
+  from transformers import PreTrainedModel  # pylint: disable=g-import-not-at-top
+  through = []
+  original = PreTrainedModel._init_weights
+
+  def recording(self, module):
+    through.append(module)
+    return original(self, module)
+
+  monkeypatch.setattr(PreTrainedModel, "_init_weights", recording)
+  modeling = model_code.load()
+  model = _seq2seq(("random", "dot_product"), max_position_embeddings=16)
+  covered = [m for m in model.modules()
+             if isinstance(m, (modeling.MtfSynthesizerRMSNorm,
+                               torch.nn.Embedding)) and
+             not isinstance(m, modeling.MtfSynthesizerRelativeBias)]
+  assert covered and {id(m) for m in through} == {id(m) for m in covered}
+  for module in covered:
+    if isinstance(module, torch.nn.Embedding):  # N(0, 1): mesh's
+      assert abs(float(module.weight.std()) - 1.0) < 0.1
+    else:
+      assert bool((module.weight == 1).all())
+
+
 def test_every_function_declares_its_initializers():
   """A function module's own weights all have an initializer."""
   modeling = model_code.load()

@@ -59,6 +59,7 @@ from transformers.models.t5.modeling_t5 import T5LayerNorm
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 from transformers.utils import TransformersKwargs
+from transformers.utils import auto_docstring
 from transformers.utils import can_return_tuple
 from transformers.utils.output_capturing import OutputRecorder
 from transformers.utils.output_capturing import capture_outputs
@@ -215,14 +216,15 @@ class MtfSynthesizerBlock(GradientCheckpointingLayer):
 # Models.
 
 
-class MtfSynthesizerPreTrainedModel(PreTrainedModel):
-  """Initialization as mesh's, and what transformers asks of a model.
+@auto_docstring(custom_intro="""
+    Initialization as mesh's, and what transformers asks of a model.
 
-  The embedding getters and setters are transformers' own
-  (`EmbeddingAccessMixin`: `embed_tokens`, `model.embed_tokens`, the base
-  model's, `lm_head`); only `MtfSynthesizerModel`, whose input embedding
-  may be shared by both stacks, defines its own.
-  """
+    The embedding getters and setters are transformers' own
+    (`EmbeddingAccessMixin`: `embed_tokens`, `model.embed_tokens`, the base
+    model's, `lm_head`); only `MtfSynthesizerModel`, whose input embedding
+    may be shared by both stacks, defines its own.
+""")
+class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   config_class = MtfSynthesizerConfig
   base_model_prefix = "model"
   supports_gradient_checkpointing = True
@@ -370,16 +372,21 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def _init_weights(self, module: nn.Module) -> None:
     """mesh's initializer of each weight (mesh_tensorflow and this package).
 
-    Each weight is initialized by the module that holds it: nn.Linear by
-    the `mesh_initializer` it was made with (the query kernel N(0,
-    (d_model d_kv)^-1/2), mesh folding the 1/sqrt(d_kv) scale into it;
-    keys, values, D's and FD's first layer N(0, d_model^-1/2); the output
-    N(0, (heads d_kv)^-1/2); feed-forward and softmax kernels truncated
-    normal with 1/sqrt(fan_in)); embeddings N(0, 1); the relative bias and
-    R, FR uniform (glorot on the original release's shapes); D's and FD's
-    tables N(0, fan_in^-1/2), their biases and the mixture logits 0; norms
-    1 (a synthesizing function's own weights: its `initializers()`).
-    `initializer_factor` multiplies each scale.
+    Each weight is initialized by the module that holds it. Norms (1) and
+    token embeddings (N(0, 1)) are transformers' own initializer's
+    (`PreTrainedModel._init_weights`, which draws embeddings with
+    `initializer_factor` as their deviation): mesh's. The others are
+    mesh's, through `transformers.initialization`: nn.Linear by the
+    `mesh_initializer` it was made with (the query kernel N(0, (d_model
+    d_kv)^-1/2), mesh folding the 1/sqrt(d_kv) scale into it; keys,
+    values, D's and FD's first layer N(0, d_model^-1/2); the output N(0,
+    (heads d_kv)^-1/2); feed-forward and softmax kernels truncated normal
+    with 1/sqrt(fan_in)), where transformers' would draw N(0,
+    initializer_factor); the relative bias and R, FR uniform (glorot on
+    the original release's shapes); D's and FD's tables N(0,
+    fan_in^-1/2), their biases and the mixture logits 0 (a synthesizing
+    function's own weights: its `initializers()`). `initializer_factor`
+    multiplies each scale.
     """
     config = self.config
     factor = config.initializer_factor
@@ -394,13 +401,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     def uniform(tensor, limit):
       init.uniform_(tensor, -factor * limit, factor * limit)
 
-    if isinstance(module, MtfSynthesizerRMSNorm):
-      init.ones_(module.weight)
-    elif isinstance(module, MtfSynthesizerRelativeBias):
+    if isinstance(module, MtfSynthesizerRelativeBias):
       # mesh's default (glorot uniform) on its [heads, buckets] table.
       uniform(module.weight, math.sqrt(6.0 / sum(module.weight.shape)))
-    elif isinstance(module, nn.Embedding):
-      normal(module.weight, 1.0)
+    elif isinstance(module, (MtfSynthesizerRMSNorm, nn.Embedding)):
+      super()._init_weights(module)
     elif isinstance(module, nn.Linear):
       kind, std = getattr(module, "mesh_initializer",
                           ("normal", module.in_features**-0.5))
@@ -589,6 +594,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     return table(buckets).permute(2, 0, 1)[None].float()
 
   @capture_outputs
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -599,28 +605,22 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               past_key_values: Optional[Cache] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> BaseModelOutputWithPastAndCrossAttentions:
-    """Runs the stack.
-
-    Args:
-      input_ids: [batch, t].
-      attention_mask: [batch, s] 1 at tokens, 0 at padding, over the memory
-        of the self-attention (a causal stack: the cache's positions and the
-        new ones); None: an encoder masks input_ids == pad_token_id, a
-        causal stack masks nothing.
-      inputs_embeds: instead of input_ids.
-      position_ids: [batch, t] per-example positions (left padding); None:
-        the cache's length + arange(t).
-      encoder_hidden_states: the encoder output (a decoder).
-      encoder_attention_mask: [batch, s_enc] 1 at the encoder's tokens.
-      past_key_values: the cache when decoding.
-      **kwargs: `output_attentions` (each layer's attention weights) and
-        `output_hidden_states` (each block's input and the output), both
-        recorded by `capture_outputs` (default: the config's); generation's
-        bookkeeping; anything else raises (`check_kwargs`).
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + sequence_length)`: 1 at tokens, 0 at
+        padding, over the memory of the self-attention (a causal stack's:
+        the cache's positions and the new ones). None: an encoder masks
+        `input_ids == pad_token_id`, a causal stack nothing.
+    position_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: each token's position in its
+        example, the row of the synthesizing functions' tables it reads
+        (left padding). None: the cache's length +
+        `arange(sequence_length)`.
 
     Returns:
-      BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
-      decoder's, with output_attentions), or its tuple.
+        BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
+        decoder's, with `output_attentions`), or its tuple. Keywords beyond
+        the named ones and the output flags raise (`check_kwargs`).
     """
     check_kwargs(kwargs, type(self).__name__)
     config = self.config
@@ -791,8 +791,10 @@ def _padding_bias(mask: Optional[torch.Tensor],
   return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
 
 
+@auto_docstring(custom_intro="""
+    The encoder-decoder without an output layer (T5Model's place).
+""")
 class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
-  """The encoder-decoder without an output layer (T5Model's place)."""
   _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight",
                         "decoder.embed_tokens.weight": "shared.weight"}
 
@@ -827,6 +829,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
     return self.encoder
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -841,27 +844,24 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
               output_hidden_states: Optional[HiddenStates] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[Seq2SeqModelOutput, Tuple]:
-    """Encodes (unless encoder_outputs are given) and decodes.
-
-    Args:
-      input_ids: the encoder inputs [batch, s].
-      attention_mask: 1 at input tokens, 0 at padding; default: ids != pad.
-      decoder_input_ids: [batch, t].
-      decoder_attention_mask: [batch, cache + t] 1 at the decoder's tokens
-        (padding at the end needs none: the decoder is causal).
-      encoder_outputs: the encoder's output, when already computed.
-      past_key_values: the decoding cache.
-      inputs_embeds: instead of input_ids.
-      decoder_inputs_embeds: instead of decoder_input_ids.
-      use_cache: keep and return a cache.
-      output_attentions: return the attention weights (None: the
-        config's).
-      output_hidden_states: return the hidden states, or the indices of
-        those to keep, negative from the end (None: the config's).
-      **kwargs: generation's bookkeeping; anything else raises.
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, sequence_length)`: 1 at the encoder's tokens, 0 at
+        padding; default `input_ids != pad_token_id` (mesh marks padding
+        with id 0).
+    decoder_attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + target_length)`: 1 at the decoder's
+        tokens over the cache's positions and the new ones, 0 at padding;
+        padding at the end needs none (the decoder is causal).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
 
     Returns:
-      Seq2SeqModelOutput, or its tuple.
+        Seq2SeqModelOutput, or its tuple. Keywords beyond the named ones
+        but generation's bookkeeping raise (`check_kwargs`).
     """
     check_kwargs(kwargs, type(self).__name__)
     config = self.config
@@ -899,9 +899,11 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         encoder_attentions=getattr(encoder_outputs, "attentions", None))
 
 
+@auto_docstring(custom_intro="""
+    The encoder-decoder with its output layer (mesh's Bitransformer).
+""")
 class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
                                              GenerationMixin):
-  """The encoder-decoder with its output layer (mesh's Bitransformer)."""
   _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -920,6 +922,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     return self.model.decoder
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -936,17 +939,33 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[Seq2SeqLMOutput, Tuple]:
-    """Logits of the decoder inputs (teacher forcing or a decoding step).
-
-    Args: as `MtfSynthesizerModel.forward`, and
-      labels: targets [batch, t] (-100: ignored); decoder_input_ids default
-        to them shifted right. The loss is `mesh_loss` (z_loss in training).
-      num_items_in_batch: the loss divides its sum by this (the target
-        tokens of a whole batch split over calls, as transformers' Trainer
-        counts them); only with loss_denominator "tokens".
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, sequence_length)`: 1 at the encoder's tokens, 0 at
+        padding; default `input_ids != pad_token_id` (mesh marks padding
+        with id 0).
+    decoder_attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + target_length)`: 1 at the decoder's
+        tokens over the cache's positions and the new ones, 0 at padding;
+        padding at the end needs none (the decoder is causal).
+    labels (`torch.LongTensor`, *optional*):
+        `(batch_size, target_length)`: the targets (-100: ignored);
+        `decoder_input_ids` default to them shifted right. The loss is
+        mesh's (`loss_mtf_synthesizer.mesh_loss`: cross entropy, and
+        `z_loss` in training).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
+    num_items_in_batch (`int` or `torch.Tensor`, *optional*):
+        The loss divides its sum by this: the target tokens of a whole
+        batch split over calls, as transformers' Trainer counts them; only
+        with `loss_denominator="tokens"`.
 
     Returns:
-      Seq2SeqLMOutput, or its tuple.
+        Seq2SeqLMOutput, or its tuple: the logits of the decoder inputs
+        (teacher forcing or a decoding step).
     """
     if labels is not None:
       check_labels("labels", labels)
@@ -993,17 +1012,19 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
 
+@auto_docstring(custom_intro="""
+    A decoder-only language model (mesh's Unitransformer, model_type lm).
+
+    One causal stack of `num_layers` blocks with `decoder_synthesizers`. As
+    in mesh, a sequence starts with id 0: give [0] + prompt ids. A
+    left-padded batch (attention_mask 0 at the padding, and position_ids,
+    which `generate()` derives from it) reads each example's tables from its
+    first token, so each row generates what it generates alone. An
+    encoder-decoder's config gives its decoder alone (`num_decoder_layers`
+    blocks).
+""")
 class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                GenerationMixin):
-  """A decoder-only language model (mesh's Unitransformer, model_type lm).
-
-  One causal stack of `num_layers` blocks with `decoder_synthesizers`. As in
-  mesh, a sequence starts with id 0: give [0] + prompt ids. A left-padded
-  batch (attention_mask 0 at the padding, and position_ids, which
-  `generate()` derives from it) reads each example's tables from its first
-  token, so each row generates what it generates alone. An encoder-decoder's
-  config gives its decoder alone (`num_decoder_layers` blocks).
-  """
   _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -1038,6 +1059,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                       device=inputs_tensor.device)
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1052,35 +1074,41 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[CausalLMOutputWithPast, Tuple]:
-    """Logits of every position (or of the new ones, with a cache).
-
-    Args:
-      input_ids: [batch, t] (the new tokens, when decoding with a cache).
-      attention_mask: [batch, cache + t] 1 at tokens, 0 at padding (left
-        padding included).
-      position_ids: [batch, t] each token's position in its example (its
-        row of the tables): with left padding, the count of tokens before
-        it, as `generate()` derives them from attention_mask; default the
-        cache's length + arange(t).
-      past_key_values: the decoding cache.
-      inputs_embeds: instead of input_ids.
-      labels: targets aligned with input_ids (shifted inside, as in
-        transformers' causal LMs); -100 ignored.
-      use_cache: keep and return a cache.
-      output_attentions: return the attention weights (None: the config's).
-      output_hidden_states: return the hidden states, or the indices of
-        those to keep, negative from the end (None: the config's).
-      shift_labels: the targets already shifted: the token each position
-        predicts (-100 ignored). Given with labels, the loss is computed on
-        shift_labels, as transformers' causal LMs do (its Trainer passes
-        both where the sequence is split across devices).
-      num_items_in_batch: the loss divides its sum by this (the target
-        tokens of a whole batch split over calls, as transformers' Trainer
-        counts them); only with loss_denominator "tokens".
-      **kwargs: generation's bookkeeping; anything else raises.
+    r"""
+    input_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`, the new tokens when decoding with a
+        cache. As in mesh, a sequence starts with id 0.
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + sequence_length)`: 1 at tokens, 0 at
+        padding (left padding included).
+    position_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: each token's position in its
+        example, the row of the tables it reads: with left padding, the
+        count of tokens before it, as `generate()` derives them from
+        `attention_mask`. None: the cache's length + `arange`.
+    labels (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: targets aligned with `input_ids`
+        (shifted inside, as in transformers' causal LMs; -100: ignored).
+        The loss is mesh's (`loss_mtf_synthesizer.mesh_loss`).
+    shift_labels (`torch.LongTensor`, *optional*):
+        The targets already shifted, the token each position predicts
+        (-100: ignored). Given with `labels`, the loss is computed on
+        these, as transformers' causal LMs do (its Trainer passes both
+        where the sequence is split across devices).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
+    num_items_in_batch (`int` or `torch.Tensor`, *optional*):
+        The loss divides its sum by this: the target tokens of a whole
+        batch split over calls, as transformers' Trainer counts them; only
+        with `loss_denominator="tokens"`.
 
     Returns:
-      CausalLMOutputWithPast, or its tuple.
+        CausalLMOutputWithPast, or its tuple: the logits of every position
+        (of the new ones, with a cache). Keywords beyond the named ones
+        but generation's bookkeeping raise (`check_kwargs`).
     """
     check_kwargs(kwargs, type(self).__name__)
     config = self.config

@@ -226,11 +226,11 @@ def initialized_layer(config: Any, functions: Tuple[str, ...],
   attention = bench_models.load_model_code("attention")
   modeling = bench_models.load_model_code()
   layer = attention.MtfSynthesizerAttention(config, functions)
-  holder = type("Initializer", (), {"config": config})()
+  # A model of no modules, for its `_init_weights`.
+  holder = modeling.MtfSynthesizerPreTrainedModel(config)
   with torch.no_grad():
     for module in layer.modules():
-      # pylint: disable-next=protected-access
-      modeling.MtfSynthesizerPreTrainedModel._init_weights(holder, module)
+      holder._init_weights(module)  # pylint: disable=protected-access
     for p in layer.parameters():
       if not p.any():
         torch.nn.init.normal_(p, std=0.5)
