@@ -11,8 +11,9 @@ docs/architecture.md, "How to add a synthesizing function").
 its code, listed in that folder's `extensions_mtf_synthesizer.py`, so that
 the folder loads with `trust_remote_code=True` without this package.
 
-Only the standard library is imported: the export, which needs no torch,
-writes the extensions too.
+Only the standard library is imported at first: the export, which needs
+no torch, writes the extensions too (`load_extension` imports the model
+code, and with it torch).
 """
 
 import importlib
