@@ -20,11 +20,16 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   jobs/           stock-CLI commands as data, the runner, Cloud TPU jobs
   commands/       the installed commands (export, TPU jobs, conversion)
   export/         a trained model out to PyTorch / transformers
-  hf_model/       the PyTorch model (torch and transformers only)
+  hf_model/       the PyTorch model (torch and transformers only): the
+                  code an export writes beside the weights
+  hf_tools/       conversion from T5, mesh's optimizer, saving with the
+                  model's code and a card (they import the model, not it
+                  them)
   gin/            the gin files (installed from the checkout's gin/)
 
 Which part needs which framework: `attentions`, `stock_cli/gin_path`,
-`hf_model/` (torch and transformers) and the commands' argument parsing
+`hf_model/` and `hf_tools/` (torch and transformers) and the commands'
+argument parsing
 import no TensorFlow, so `import mtf_synthesizer.hf_model` loads neither
 TensorFlow nor mesh-tensorflow. The mesh layers (and their gin names) are
 imported as soon as both this package and `mesh_tensorflow.transformer` are,

@@ -30,7 +30,7 @@ def load(module: str = "modeling") -> types.ModuleType:
 
   Args:
     module: the file's job: "modeling", "attention", "functions",
-      "configuration", "training".
+      "configuration", "loss", "checks".
 
   Returns:
     `<PACKAGE>.<module>_mtf_synthesizer` (the modeling module's

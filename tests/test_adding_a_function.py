@@ -47,8 +47,11 @@ NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 # Where a file that names functions may not name one outside the steps'
 # files: the PyTorch model code, the export, the benchmark's models.
-NO_LISTS = ("mtf_synthesizer/hf_model/*.py", "mtf_synthesizer/export/*.py",
-            "workbench/torch_benchmark*.py")
+NO_LISTS = ("mtf_synthesizer/hf_model/*.py", "mtf_synthesizer/hf_tools/*.py",
+            "mtf_synthesizer/export/*.py") + tuple(
+                "workbench/pytorch/%s.py" % name for name in (
+                    "benchmark", "models", "measure", "flops", "profiling",
+                    "report"))
 
 
 def _section():
@@ -174,7 +177,7 @@ from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerFactorizedRandom
 
 register_function(%(name)r, FUNCTION_SETTINGS[
-    MtfSynthesizerFactorizedRandom.name], __file__)
+    MtfSynthesizerFactorizedRandom.name])
 
 
 class Toy(MtfSynthesizerFactorizedRandom):
@@ -188,13 +191,15 @@ def toy(tmp_path):
   and the benchmark's, registered for one test and removed after."""
   # pylint: disable=g-import-not-at-top
   import model_code
-  from workbench import torch_benchmark
+  from mtf_synthesizer.hf_tools import extensions
+  from workbench.pytorch import benchmark
   # pylint: enable=g-import-not-at-top
   path = tmp_path / ("%s_mtf_synthesizer.py" % TOY)
   path.write_text(TOY_MODULE)
   copies = [model_code.load("configuration"),
-            torch_benchmark.load_model_code("configuration")]
-  modules = [c.load_extension(str(path)) for c in copies]
+            benchmark.load_model_code("configuration")]
+  modules = [extensions.load_extension(str(path), c.__package__)
+             for c in copies]
   try:
     yield copies
   finally:
@@ -202,7 +207,7 @@ def toy(tmp_path):
       package = module.__name__.rpartition(".")[0]
       sys.modules.pop(module.__name__, None)
       configuration.FUNCTION_SETTINGS.pop(TOY, None)
-      configuration.EXTENSION_FILES.pop(TOY, None)
+      extensions.EXTENSION_FILES.pop(TOY, None)
       sys.modules[package + ".functions_mtf_synthesizer"].FUNCTIONS.pop(
           TOY, None)
 
@@ -216,16 +221,16 @@ def test_a_new_function_needs_no_other_list(toy):
   import model_code
   import test_attention_plan
   import tiny_models
-  from workbench import torch_benchmark
-  from workbench import torch_benchmark_flops
+  from workbench.pytorch import benchmark
+  from workbench.pytorch import flops
   # pylint: enable=g-import-not-at-top
   fr = synthesizers.FactorizedRandom.name
   dot = synthesizers.DotProduct.name
-  dims = torch_benchmark.Dims(
+  dims = benchmark.Dims(
       d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
       num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
       target_length=8, new_tokens=4)
-  flops_config = torch_benchmark.load_model_code(
+  flops_config = benchmark.load_model_code(
       "configuration").MtfSynthesizerConfig
   for toy_components, fr_components in (((TOY,), (fr,)),
                                         ((TOY, dot), (fr, dot))):
@@ -233,7 +238,7 @@ def test_a_new_function_needs_no_other_list(toy):
     for situation in test_attention_plan.SITUATIONS:
       assert (route(toy_components, *situation[1:]) ==
               route(fr_components, *situation[1:]))
-    counts = [torch_benchmark_flops.training_flops(dims, c, flops_config(
+    counts = [flops.training_flops(dims, c, flops_config(
         d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
         encoder_synthesizers=c, decoder_synthesizers=c))
               for c in (toy_components, fr_components)]

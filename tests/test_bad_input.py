@@ -11,6 +11,7 @@ and every variant.
 """
 
 import dataclasses
+import difflib
 import logging
 import os
 import subprocess
@@ -27,6 +28,9 @@ from mtf_synthesizer import attentions
 from mtf_synthesizer import layer as layer_lib
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.export import hf_export
+from mtf_synthesizer.hf_tools import misspellings
+from mtf_synthesizer.hf_tools import t5_conversion
+from mtf_synthesizer.hf_tools import weight_files
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
@@ -174,17 +178,18 @@ def _synthesizer_fields():
 
 
 @pytest.mark.parametrize("field", _synthesizer_fields())
-def test_a_misspelled_synthesizer_field_is_named_in_a_warning(field, caplog):
-  """transformers keeps a keyword it does not know as an attribute; the
-  Synthesizer's own fields, misspelled, get a warning naming the field."""
+def test_a_misspelled_synthesizer_field_is_named(field):
+  """transformers keeps a keyword it does not know as an attribute, and so
+  does the configuration, quietly (as T5Config does); the hint
+  (`mtf_synthesizer/hf_tools/misspellings.py`) names the Synthesizer's own
+  field a keyword misspells, for the tools that take fields from a user
+  (from_t5's overrides)."""
   configuration = _configuration()
   for misspelled in (field[:-1], field.replace("_", "", 1)):
-    caplog.clear()
-    with caplog.at_level(logging.WARNING):
-      config = configuration.MtfSynthesizerConfig(**{misspelled: 1})
+    config = configuration.MtfSynthesizerConfig(**{misspelled: 1})
     assert getattr(config, misspelled) == 1
-    assert repr(misspelled) in caplog.text, misspelled
-    assert repr(field) in caplog.text, misspelled
+    assert misspellings.misspelled_field(
+        misspelled, configuration.MtfSynthesizerConfig) == field
 
 
 def test_no_name_transformers_uses_is_taken_for_a_misspelling(caplog):
@@ -201,12 +206,13 @@ def test_no_name_transformers_uses_is_taken_for_a_misspelling(caplog):
     names.update(f.name for f in dataclasses.fields(config_class))
     names.update(config_class.attribute_map)
   close = {n for n in names - set(_declared())
-           if configuration.difflib.get_close_matches(
+           if difflib.get_close_matches(
                n, _synthesizer_fields(), n=1, cutoff=0.8)}
   assert close  # transformers' names that resemble the Synthesizer's fields
   for name in sorted(close) + ["bos_token_id", "num_labels",
                                "layer_norm_eps"]:
-    assert configuration.misspelled_field(name) is None, name
+    assert misspellings.misspelled_field(
+        name, configuration.MtfSynthesizerConfig) is None, name
 
 
 def test_the_misspelling_hint_imports_no_configuration_class():
@@ -215,8 +221,7 @@ def test_the_misspelling_hint_imports_no_configuration_class():
   fresh interpreter, so that no other test has imported them."""
   code = (
       "import sys\n"
-      "from mtf_synthesizer.hf_model import configuration_mtf_synthesizer "
-      "as c\n"
+      "from mtf_synthesizer.hf_tools import misspellings as c\n"
       "count = lambda: sum(m.startswith('transformers.models.') "
       "for m in sys.modules)\n"
       "before = count()\n"
@@ -437,13 +442,24 @@ def test_from_pretrained_refuses_a_t5_and_points_to_from_t5(tmp_path):
   _assert_names(error.value, "'t5'")
   _assert_names(error.value, "from_t5")
   # from_t5 reads the same directory.
-  model = modeling.MtfSynthesizerForConditionalGeneration.from_t5(path)
+  model = t5_conversion.from_t5(path)
   assert model.config.model_type == "mtf_synthesizer"
 
 
+def test_from_t5_names_the_field_an_override_misspells(tmp_path, caplog):
+  path = _tiny_t5(tmp_path)
+  with caplog.at_level(logging.WARNING):
+    model = t5_conversion.from_t5(path, synthesizer_max_length=8,
+                                  factorized_random=2)
+  assert model.config.factorized_random == 2
+  assert "'factorized_random'" in caplog.text
+  assert "'factorized_random_k'" in caplog.text
+
+
 @pytest.mark.parametrize("cut", ["half", "header"])
-def test_from_pretrained_names_a_broken_weights_file(tmp_path, cut):
-  modeling = model_code.load()
+def test_a_broken_weights_file_of_a_saved_model_is_named(tmp_path, cut):
+  """`check_weights` before `from_pretrained` (the model itself leaves the
+  file to safetensors, whose error does not name it)."""
   model = tiny_models.seq2seq(("dense", "dot_product"))
   model.save_pretrained(tmp_path)
   path = tmp_path / "model.safetensors"
@@ -451,7 +467,7 @@ def test_from_pretrained_names_a_broken_weights_file(tmp_path, cut):
   path.write_bytes(raw[:len(raw) // 2] if cut == "half" else
                    raw[:8] + b"\xff" + raw[9:])
   with pytest.raises(OSError) as error:
-    modeling.MtfSynthesizerForConditionalGeneration.from_pretrained(tmp_path)
+    weight_files.check_weights(str(tmp_path))
   _assert_names(error.value, str(path))
 
 

@@ -152,8 +152,8 @@ PYTHON_RUNS = (("docs/finetuning.md", "model.finetune("),
 # Python blocks that other test modules run, where their models are.
 PYTHON_RUN_ELSEWHERE = {
     ("README.md", "model.generate("): "test_hf_export.py",
-    ("docs/export.md", "model.mesh_optimizer("): "test_hf_export.py",
-    ("docs/export.md", ".from_t5("): "test_from_t5_command.py",
+    ("docs/export.md", "mesh_optimizer(model"): "test_hf_export.py",
+    ("docs/export.md", "model, info = from_t5("): "test_from_t5_command.py",
     ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
 }
 

@@ -5,7 +5,8 @@
 The function: R's table times a learned temperature per head that starts at
 1 (S_h = tau_h R_h). Its mesh class is defined here, its PyTorch class in
 tests/data/extension/tempered_random_mtf_synthesizer.py, loaded with
-`load_extension`; no file of the package names it. Through the machinery a
+`mtf_synthesizer.hf_tools.extensions.load_extension`; no file of the
+package names it. Through the machinery a
 function of the package goes through, as docs/architecture.md's "How to
 add a synthesizing function" lists it:
 
@@ -36,9 +37,10 @@ import conftest
 import model_code
 import test_torch_follows_mesh as follows
 import tiny_models
-from mtf_synthesizer import hf_model
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.export import hf_export
+from mtf_synthesizer.hf_tools import extensions
+from mtf_synthesizer.hf_tools import saving
 
 # Trains a mesh model and exports it: `make test-fast` skips it.
 pytestmark = pytest.mark.slow
@@ -69,7 +71,7 @@ def _define_mesh_function():
 def _forget(configuration, functions):
   """Removes the extension from one copy of the model code's registries."""
   configuration.FUNCTION_SETTINGS.pop(NAME, None)
-  configuration.EXTENSION_FILES.pop(NAME, None)
+  extensions.EXTENSION_FILES.pop(NAME, None)
   functions.FUNCTIONS.pop(NAME, None)
 
 
@@ -81,9 +83,9 @@ def extension():
     The export's copy of the model code's configuration module.
   """
   _define_mesh_function()
-  installed = hf_model.load_extension(EXTENSION)
+  installed = extensions.load_extension(EXTENSION)
   copy = model_code.load("configuration")
-  copied = copy.load_extension(EXTENSION)
+  copied = extensions.load_extension(EXTENSION, copy.__package__)
   try:
     yield copy
   finally:
@@ -176,17 +178,17 @@ def test_the_flop_count_reads_it(extension):
   temperature multiplies the table: no product of its own)."""
   del extension
   # pylint: disable=g-import-not-at-top
-  from workbench import torch_benchmark
-  from workbench import torch_benchmark_flops
+  from workbench.pytorch import benchmark
+  from workbench.pytorch import flops
   # pylint: enable=g-import-not-at-top
-  configuration = torch_benchmark.load_model_code("configuration")
-  module = configuration.load_extension(EXTENSION)
+  configuration = benchmark.load_model_code("configuration")
+  module = extensions.load_extension(EXTENSION, configuration.__package__)
   try:
-    dims = torch_benchmark.Dims(
+    dims = benchmark.Dims(
         d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
         num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
         target_length=8, new_tokens=4)
-    counts = [torch_benchmark_flops.training_flops(
+    counts = [flops.training_flops(
         dims, (name,), configuration.MtfSynthesizerConfig(
             d_model=32, d_kv=8, num_heads=2, synthesizer_max_length=16,
             encoder_synthesizers=(name,), decoder_synthesizers=(name,)))
@@ -252,7 +254,7 @@ def test_saved_model_loads_without_the_package(run, tmp_path):
   model = run["model"]
   model.eval()
   saved = tmp_path / "saved"
-  model.save_pretrained(saved)
+  saving.save_pretrained(model, saved)
   assert (saved / (MODULE + ".py")).exists()
   ids = [[5, 9, 3, 7, 1], [4, 4, 8, 2, 1]]
   (tmp_path / "ids.json").write_text(json.dumps(ids))
@@ -275,5 +277,4 @@ def test_saved_model_loads_without_the_package(run, tmp_path):
 
 def test_a_name_of_the_package_is_refused(extension):
   with pytest.raises(ValueError, match="declared already"):
-    extension.register_function("random", extension.FunctionSettings(),
-                                EXTENSION)
+    extension.register_function("random", extension.FunctionSettings())

@@ -2,6 +2,9 @@
 # Licensed under the Apache License, Version 2.0.
 """A Synthesizer from a transformers T5 checkpoint (`from_t5`), no download.
 
+(`mtf_synthesizer/hf_tools/t5_conversion.py`, building the export's copy
+of the model code, as a PyTorch-only user loads it.)
+
 Tiny T5s of four layouts are built locally with random weights: T5.1.0
 (relu, tied and scaled output), T5 v1.1 (gated-gelu, an output layer of its
 own), mT5 (transformers' MT5 class, a vocabulary large for its width) and
@@ -22,6 +25,7 @@ from transformers import T5ForConditionalGeneration
 
 import model_code
 from mtf_synthesizer import attentions
+from mtf_synthesizer.hf_tools import t5_conversion as conversion
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
@@ -75,9 +79,10 @@ def _t5(layout, seed=0):
 
 def _from_t5(t5, components, **kwargs):
   modeling = model_code.load()
-  return modeling.MtfSynthesizerForConditionalGeneration.from_t5(
+  return conversion.from_t5(
       t5, encoder_synthesizers=components, decoder_synthesizers=components,
-      synthesizer_max_length=N, output_loading_info=True, **kwargs)
+      synthesizer_max_length=N, output_loading_info=True,
+      model_class=modeling.MtfSynthesizerForConditionalGeneration, **kwargs)
 
 
 def _logits(model):
@@ -174,8 +179,7 @@ def test_every_t5_weight_is_found_or_reported(variant, layout):
 
 
 def test_a_weight_with_no_place_raises_naming_it():
-  conversion = model_code.load().__package__ + ".t5_conversion_mtf_synthesizer"
-  error = __import__(conversion, fromlist=["x"]).T5ConversionError
+  error = conversion.T5ConversionError
   t5 = _t5("t5.1.1")
   t5.encoder.block[1].layer[0].SelfAttention.register_parameter(
       "gate", torch.nn.Parameter(torch.ones(3)))
@@ -185,8 +189,6 @@ def test_a_weight_with_no_place_raises_naming_it():
 
 
 def test_an_extra_key_in_the_state_raises_naming_it():
-  conversion = __import__(model_code.load().__package__ +
-                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
   t5 = _t5("t5.1.1")
   model, _ = _from_t5(t5, ("dense", "dot_product"))
   state = dict(t5.state_dict())
@@ -210,8 +212,6 @@ def test_an_extra_key_in_the_state_raises_naming_it():
 
 
 def test_an_override_of_a_size_the_t5_fixes_raises():
-  conversion = __import__(model_code.load().__package__ +
-                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
   t5 = _t5("t5.1.0")
   with pytest.raises(conversion.T5ConversionError, match="d_model"):
     _from_t5(t5, ("dense",), d_model=64)
@@ -223,8 +223,6 @@ def test_an_override_of_a_size_the_t5_fixes_raises():
 
 def test_an_activation_it_does_not_compute_raises():
   """T5's "gelu" is the exact gelu; the model's gelus are tanh's."""
-  conversion = __import__(model_code.load().__package__ +
-                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
   config_class, fields = LAYOUTS["t5.1.0"]
   t5 = T5ForConditionalGeneration(config_class(
       **dict(fields, feed_forward_proj="gelu")))
@@ -238,8 +236,6 @@ def test_an_activation_it_does_not_compute_raises():
 
 
 def test_a_scaled_untied_output_layer_raises():
-  conversion = __import__(model_code.load().__package__ +
-                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
   t5 = _t5("t5.1.0")
   t5.lm_head.weight = torch.nn.Parameter(t5.lm_head.weight.detach().clone())
   with pytest.raises(conversion.T5ConversionError, match="lm_head"):
@@ -258,8 +254,6 @@ def test_a_path_loads_and_the_dtype_is_kept(tmp_path):
 
 
 def test_another_model_type_is_refused_by_name():
-  conversion = __import__(model_code.load().__package__ +
-                          ".t5_conversion_mtf_synthesizer", fromlist=["x"])
   # pylint: disable-next=g-import-not-at-top
   from transformers import BartConfig, BartForConditionalGeneration
   bart = BartForConditionalGeneration(BartConfig(

@@ -120,8 +120,12 @@ def test_writes_a_model_that_loads_without_the_package(t5_dir, tmp_path):
   summary = json.loads(proc.stdout.strip().splitlines()[-2])
   assert summary["unused_t5_weights"] == []
   assert summary["tokenizer"] == "ByT5Tokenizer"
-  assert {"config.json", "model.safetensors", "modeling_mtf_synthesizer.py",
-          "t5_conversion_mtf_synthesizer.py"} <= set(os.listdir(out))
+  assert {"config.json", "model.safetensors"} <= set(os.listdir(out))
+  # The model's code, all of it and nothing else (not the conversion).
+  model_code = os.path.join(conftest.REPO, "mtf_synthesizer", "hf_model")
+  assert {n for n in os.listdir(out) if n.endswith(".py")} == {
+      n for n in os.listdir(model_code)
+      if n.endswith(".py") and n != "__init__.py"}
   card = huggingface_hub.ModelCard.load(out / "README.md")
   assert card.data.library_name == "transformers"
   assert "base_model" not in card.data.to_dict()  # a directory, no Hub name
@@ -184,7 +188,8 @@ def test_the_documents_command(doc, t5_dir, tmp_path, capsys):
 
 def test_the_readmes_python_block(t5_dir, tmp_path):
   """docs/export.md's from_t5 block, as a user copies it, on the local T5."""
-  block = doc_blocks.find_block("docs/export.md", "python", ".from_t5(")
+  block = doc_blocks.find_block("docs/export.md", "python",
+                                "model, info = from_t5(")
   script = tmp_path / "readme_from_t5.py"
   script.write_text(doc_blocks.substitute_text(
       block.text, {'"google/t5-v1_1-small"': repr(str(t5_dir))}))

@@ -9,8 +9,9 @@ the paper's table (`attentions.VARIANTS`) and both heads:
   * `save_pretrained` / `from_pretrained` give the same model (every config
     field written; safetensors; `dtype` on load), through the Auto classes
     without `trust_remote_code` once `mtf_synthesizer.hf_model` is imported,
-    and, where the package is absent, with it (the code travels with the
-    weights);
+    and, where the package is absent, with it, saved by
+    `mtf_synthesizer.hf_tools.saving.save_pretrained` (the code travels
+    with the weights);
   * `output_attentions`, `output_hidden_states`, `return_dict` and
     `use_cache` from the call or from the config; the returned tensors are
     the ones the graph used (gradients reach them);
@@ -36,6 +37,7 @@ import conftest
 import tiny_models
 from mtf_synthesizer import attentions
 from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
+from mtf_synthesizer.hf_tools import saving
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]
@@ -90,11 +92,6 @@ def test_save_and_reload_is_the_same_model(variant, head, tmp_path):
     expected = model(**inputs).logits
   model.save_pretrained(tmp_path)
   assert os.path.exists(tmp_path / "model.safetensors")
-  for code in os.listdir(os.path.join(conftest.REPO, "mtf_synthesizer",
-                                      "hf_model")):
-    if not code.endswith(".py") or code == "__init__.py":
-      continue
-    assert os.path.exists(tmp_path / code), code
   auto = (transformers.AutoModelForCausalLM if head == "causal_lm"
           else transformers.AutoModelForSeq2SeqLM)
   reloaded, info = auto.from_pretrained(tmp_path, output_loading_info=True)
@@ -136,8 +133,6 @@ def test_every_config_field_is_written(tmp_path):
     written = json.load(f)
   assert written["is_encoder_decoder"] is False
   assert written["tie_word_embeddings"] is True
-  assert written["auto_map"]["AutoConfig"] == (
-      "configuration_mtf_synthesizer.MtfSynthesizerConfig")
   reloaded = transformers.AutoConfig.from_pretrained(tmp_path)
   assert type(reloaded) is type(config)
   assert _fields(reloaded) == _fields(config)
@@ -167,7 +162,14 @@ def test_saved_model_loads_without_the_package(head, tmp_path):
   inputs = _inputs(head)
   with torch.no_grad():
     expected = model(**inputs).logits
-  model.save_pretrained(tmp_path / "model")
+  saving.save_pretrained(model, tmp_path / "model")
+  with open(tmp_path / "model" / "config.json") as f:
+    assert json.load(f)["auto_map"]["AutoConfig"] == (
+        "configuration_mtf_synthesizer.MtfSynthesizerConfig")
+  for code in os.listdir(os.path.join(conftest.REPO, "mtf_synthesizer",
+                                      "hf_model")):
+    if code.endswith(".py") and code != "__init__.py":
+      assert os.path.exists(tmp_path / "model" / code), code
   script = tmp_path / "load.py"
   script.write_text(_LOAD_WITHOUT_PACKAGE)
   proc = subprocess.run(

@@ -22,6 +22,7 @@ import json
 import locale
 import os
 import subprocess
+import sys
 
 import gin
 import huggingface_hub
@@ -68,7 +69,7 @@ README_BLOCK_PATH = '"runs/demo/random/hf"'
 README_MODEL_DIR = "runs/demo/random/model"
 # docs/export.md's training recipe, run on R's export too.
 README_TRAIN_BLOCK = doc_blocks.find_block("docs/export.md", "python",
-                                           "model.mesh_optimizer(")
+                                           "mesh_optimizer(model")
 VOCAB = 384  # the byte vocabulary, padded as mesh pads it
 SIZES = ["d_model = 32", "num_layers = 2", "d_ff = 64", "num_heads = 2",
          "d_kv = 16"]
@@ -353,15 +354,18 @@ def results(trained_models, cli_decodes_of, tmp_path_factory):
     model["torch"] = json.loads((out / (name + ".json")).read_text())
   found = {"models": models, "tokens": tokens,
            "side": json.loads((out / "side.json").read_text())}
-  # The README's blocks, as a user copies them, on R's export.
-  for name, block in (("readme_block", README_BLOCK),
-                      ("readme_train_block", README_TRAIN_BLOCK)):
+  # The README's blocks, as a user copies them, on R's export: loading and
+  # generating where only torch and transformers are installed, training
+  # with mesh's optimizer where this package is too.
+  for name, block, python in (
+      ("readme_block", README_BLOCK, conftest.pytorch_python(root)),
+      ("readme_train_block", README_TRAIN_BLOCK, [sys.executable])):
     script = root / (name + ".py")
     script.write_text(doc_blocks.substitute_text(
         block.text, {README_BLOCK_PATH: repr(str(root / "export_random"))}))
     run = subprocess.run(
-        conftest.pytorch_python(root) + [str(script)],
-        stdin=subprocess.DEVNULL, capture_output=True, timeout=600, env=env)
+        python + [str(script)], stdin=subprocess.DEVNULL,
+        capture_output=True, timeout=600, env=env)
     # Decoded as written: text mode reads a decoded "\r" as a line end.
     encoding = locale.getpreferredencoding(False)
     found[name] = subprocess.CompletedProcess(

@@ -2,8 +2,9 @@
 # Licensed under the Apache License, Version 2.0.
 """Each part of the package imports only the framework it needs.
 
-In fresh interpreters: the PyTorch model (`mtf_synthesizer.hf_model`) loads
-neither TensorFlow nor mesh-tensorflow; the mesh layers register their gin
+In fresh interpreters: the PyTorch model (`mtf_synthesizer.hf_model`) and
+the tools around it (`mtf_synthesizer.hf_tools`) load neither TensorFlow
+nor mesh-tensorflow; the mesh layers register their gin
 names once both the package and `mesh_tensorflow.transformer` are imported,
 in either order (`mtf_synthesizer/__init__.py`, `_mtf_synthesizer_hooks.py`).
 The stock CLI with `--module_import=mtf_synthesizer` is the first order;
@@ -25,6 +26,9 @@ import json, sys
 import mtf_synthesizer.hf_model
 from mtf_synthesizer.hf_model import MtfSynthesizerConfig
 from mtf_synthesizer.hf_model import MtfSynthesizerForConditionalGeneration
+from mtf_synthesizer.hf_tools import extensions, mesh_training, misspellings
+from mtf_synthesizer.hf_tools import model_card, saving, t5_conversion
+from mtf_synthesizer.hf_tools import weight_files
 config = MtfSynthesizerConfig(
     vocab_size=16, d_model=8, d_kv=4, d_ff=8, num_layers=1, num_heads=2,
     synthesizer_max_length=8, encoder_synthesizers=("dense", "dot_product"),

@@ -2,10 +2,10 @@
 # Licensed under the Apache License, Version 2.0.
 """Every model directory has a model card the Hub reads; a user's is kept.
 
-`save_pretrained` writes README.md with the Hub's metadata (parsed here by
-huggingface_hub's own `ModelCard`), for both heads and every variant of the
-table; the commands' cards are checked in test_hf_export.py and
-test_from_t5_command.py.
+`mtf_synthesizer.hf_tools.saving.save_pretrained` writes README.md with the
+Hub's metadata (parsed here by huggingface_hub's own `ModelCard`), for both
+heads and every variant of the table; the commands' cards are checked in
+test_hf_export.py and test_from_t5_command.py.
 """
 
 import huggingface_hub
@@ -13,7 +13,8 @@ import pytest
 
 import tiny_models
 from mtf_synthesizer import attentions
-from mtf_synthesizer.hf_model import model_card_mtf_synthesizer as model_card
+from mtf_synthesizer.hf_tools import model_card
+from mtf_synthesizer.hf_tools import saving
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_save_pretrained_writes_a_card_the_hub_reads(variant, causal_lm,
                                                      tmp_path):
   build = tiny_models.causal_lm if causal_lm else tiny_models.seq2seq
-  build(variant.components).save_pretrained(tmp_path)
+  saving.save_pretrained(build(variant.components), tmp_path)
   card = huggingface_hub.ModelCard.load(tmp_path / "README.md")
   metadata = card.data.to_dict()
   assert metadata["library_name"] == "transformers"
@@ -41,11 +42,11 @@ def test_save_pretrained_writes_a_card_the_hub_reads(variant, causal_lm,
 def test_a_users_own_card_is_kept(tmp_path):
   (tmp_path / "README.md").write_text("# My model\n")
   model = tiny_models.seq2seq(("dense", "dot_product"))
-  model.save_pretrained(tmp_path)
+  saving.save_pretrained(model, tmp_path)
   assert (tmp_path / "README.md").read_text() == "# My model\n"
   # The package's own card is replaced on the next save.
   (tmp_path / "README.md").unlink()
-  model.save_pretrained(tmp_path)
+  saving.save_pretrained(model, tmp_path)
   model.config.learned_mixture_weights = False
   written = model_card.write_model_card(tmp_path, model.config, "a test")
   assert written and "- Weights: a test" in (tmp_path / "README.md").read_text()

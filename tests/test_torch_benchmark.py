@@ -8,10 +8,12 @@ activations' count (each storage once, weights left out), the operator
 count (every operator once, the backward's too; the same at every run; a
 decoder layer of V no costlier to the host than one of T5), the MFU
 column (the step's FLOPs per second over the run's matmul peak), that the
-workbench module runs without TensorFlow or the package, and the CLI. It
-makes no claim about speed.
+workbench module runs without TensorFlow or the package, the CLI, and
+that the modules of workbench/pytorch/ import each other one way (no
+circle). It makes no claim about speed.
 """
 
+import ast
 import dataclasses
 import gc
 import json
@@ -27,15 +29,15 @@ import torch
 from transformers.generation import utils as generation_utils
 
 import conftest
-from workbench import torch_benchmark
-from workbench import torch_benchmark_measure
+from workbench.pytorch import benchmark
+from workbench.pytorch import measure
 
-TINY = torch_benchmark.Dims(
+TINY = benchmark.Dims(
     d_model=32, num_heads=2, d_kv=16, d_ff=64, num_layers=1,
     num_decoder_layers=1, vocab_size=64, batch=2, input_length=16,
     target_length=8, new_tokens=4)
-SETTINGS = torch_benchmark.Settings(steps=2, warmup=1, rounds=2,
-                                    generate_repeats=1, device="cpu")
+SETTINGS = benchmark.Settings(steps=2, warmup=1, rounds=2,
+                              generate_repeats=1, device="cpu")
 TINY_FLAGS = ["--device", "cpu", "--d_model", "32", "--num_heads", "2",
               "--d_kv", "16", "--d_ff", "64", "--num_layers", "1",
               "--num_decoder_layers", "1", "--vocab_size", "64", "--batch",
@@ -47,13 +49,13 @@ COLUMNS = 19
 
 @pytest.fixture(scope="module")
 def report():
-  return torch_benchmark.run(TINY, SETTINGS, models=["R", "D+V"],
-                             command="tiny")
+  return benchmark.run(TINY, SETTINGS, models=["R", "D+V"],
+                       command="tiny")
 
 
 def test_every_variant_of_the_table_is_a_model():
-  labels = torch_benchmark.model_labels()
-  assert labels[0] == torch_benchmark.T5
+  labels = benchmark.model_labels()
+  assert labels[0] == benchmark.T5
   assert {"V", "R", "Fix", "FR", "D", "FD", "R+V", "D+V"} <= set(labels)
   assert len(labels) == len(set(labels))
 
@@ -93,7 +95,7 @@ def test_report_has_every_requested_model_and_positive_figures(report):
 
 
 def test_markdown_names_the_device_and_has_a_row_per_model(report):
-  text = torch_benchmark.markdown(report)
+  text = benchmark.markdown(report)
   assert re.search(r"^- device: CPU: .+", text, re.M), text
   assert "torch %s, transformers %s" % (report["torch"],
                                         report["transformers"]) in text
@@ -123,12 +125,12 @@ def test_markdown_names_the_device_and_has_a_row_per_model(report):
 
 def test_unknown_model_is_refused():
   with pytest.raises(ValueError, match="unknown models"):
-    torch_benchmark.run(TINY, SETTINGS, models=["nope"])
+    benchmark.run(TINY, SETTINGS, models=["nope"])
 
 
 def test_workbench_module_needs_neither_tensorflow_nor_the_package():
   code = ("import sys\n"
-          "from workbench import torch_benchmark as b\n"
+          "from workbench.pytorch import benchmark as b\n"
           "b.variants(); b.load_model_code()\n"
           "print('tensorflow' in sys.modules, "
           "'mtf_synthesizer' in sys.modules)\n")
@@ -167,8 +169,8 @@ def test_saved_activations_count_each_storage_once():
       return types.SimpleNamespace(loss=loss)
 
   x = torch.zeros(4, 8, requires_grad=True)
-  saved = torch_benchmark.saved_activation_bytes(Toy(), {"x": x},
-                                                 torch.device("cpu"))
+  saved = benchmark.saved_activation_bytes(Toy(), {"x": x},
+                                           torch.device("cpu"))
   assert saved == 2 * 4 * 8 * 4  # h and y, each once; no weight
 
 
@@ -176,10 +178,10 @@ def test_operator_count_counts_each_operator_and_the_backward():
   """x * 2 + 1 and its sum: 3 forward operators, and each of the backward's
   (the sum's gradient expanded, the product's times 2) once."""
   x = torch.ones(3, requires_grad=True)
-  with torch_benchmark.OperatorCount() as forward:
+  with benchmark.OperatorCount() as forward:
     y = (x * 2 + 1).sum()
   assert forward.calls == 3
-  with torch_benchmark.OperatorCount() as backward:
+  with benchmark.OperatorCount() as backward:
     y.backward()
   # ones_like (the seed), expand (sum's backward), mul (x * 2's), and
   # detach (the leaf's gradient stored); the add's is the identity.
@@ -190,15 +192,15 @@ def test_operator_count_counts_each_operator_and_the_backward():
 def test_operator_counts_are_the_same_at_every_run():
   """A count depends on the model and the shapes only: not on the time,
   the load or the thread count."""
-  model = torch_benchmark.build_model("D+V", TINY, "sdpa")
+  model = benchmark.build_model("D+V", TINY, "sdpa")
   batch = {"input_ids": torch.randint(2, 64, (2, 16)),
            "labels": torch.randint(2, 64, (2, 8))}
   cpu = torch.device("cpu")
-  first = torch_benchmark.training_operator_calls(model, batch, cpu)
+  first = benchmark.training_operator_calls(model, batch, cpu)
   threads = torch.get_num_threads()
   torch.set_num_threads(2 if threads == 1 else 1)
   try:
-    assert torch_benchmark.training_operator_calls(model, batch, cpu) == first
+    assert benchmark.training_operator_calls(model, batch, cpu) == first
   finally:
     torch.set_num_threads(threads)
   assert all(p.grad is None for p in model.parameters())
@@ -218,9 +220,9 @@ def test_a_decoder_layer_of_v_dispatches_what_one_of_t5_does():
     for layers in (1, 2):
       dims = dataclasses.replace(TINY, num_layers=layers,
                                  num_decoder_layers=layers)
-      model = torch_benchmark.build_model(label, dims, "sdpa")
-      counts.append(torch_benchmark.decode_operator_calls(model, inputs,
-                                                          dims, cpu))
+      model = benchmark.build_model(label, dims, "sdpa")
+      counts.append(benchmark.decode_operator_calls(model, inputs,
+                                                    dims, cpu))
     per_layer[label] = counts[1] - counts[0]
   assert per_layer["T5"] > 0
   assert per_layer["V"] <= per_layer["T5"], per_layer
@@ -244,7 +246,7 @@ def test_saved_activations_are_freed_after_the_count():
       return types.SimpleNamespace(loss=(h @ self.weight).sum())
 
   x = torch.zeros(4, 8, requires_grad=True)
-  assert torch_benchmark.saved_activation_bytes(
+  assert benchmark.saved_activation_bytes(
       Toy(), {"x": x}, torch.device("cpu")) == 4 * 8 * 4
   gc.collect()
   assert saved and saved[0]() is None
@@ -255,12 +257,12 @@ def test_saved_activations_without_relative_bias(report):
   settings = dataclasses.replace(SETTINGS, relative_bias=False,
                                  dropout_rate=0.0, generate_repeats=0,
                                  steps=1, rounds=1, warmup=0)
-  without = torch_benchmark.run(TINY, settings, models=["R"])
+  without = benchmark.run(TINY, settings, models=["R"])
   assert without["settings"]["relative_bias"] is False
   by_label = {r["label"]: r for r in without["results"]}
   with_bias = {r["label"]: r for r in report["results"]}
   assert by_label["V"]["saved_bytes"] < with_bias["V"]["saved_bytes"]
-  assert "without relative bias" in torch_benchmark.markdown(without)
+  assert "without relative bias" in benchmark.markdown(without)
 
 
 def test_cli_writes_its_table_and_json(tmp_path, capsys):
@@ -287,7 +289,7 @@ def test_profiles_name_each_model_and_what_it_ran(tmp_path, capsys):
   assert sorted(os.listdir(tmp_path)) == [
       "D_V.profile.txt", "T5.profile.txt", "V.profile.txt"]
   for label in ("T5", "V", "D+V"):
-    with open(torch_benchmark.profile_path(str(tmp_path), label)) as f:
+    with open(benchmark.profile_path(str(tmp_path), label)) as f:
       text = f.read()
     assert text.startswith(label + " ("), text[:200]
     train, generate = text.split("## One training step\n")[1].split(
@@ -376,14 +378,14 @@ def test_compile_compiles_each_block_and_not_the_model(capsys, monkeypatch):
     compiled.append(fn)
     return fn
 
-  config = torch_benchmark_measure._generation_config  # pylint: disable=protected-access
+  config = measure._generation_config  # pylint: disable=protected-access
 
   def recorded_config(*args):
     configs.append(config(*args))
     return configs[-1]
 
   monkeypatch.setattr(torch, "compile", record)
-  monkeypatch.setattr(torch_benchmark_measure, "_generation_config",
+  monkeypatch.setattr(measure, "_generation_config",
                       recorded_config)
   flags = TINY_FLAGS + ["--variants", "D+V", "--steps", "1",
                         "--cache_implementation", "static", "--compile",
@@ -406,7 +408,7 @@ def test_compile_compiles_each_block_and_not_the_model(capsys, monkeypatch):
 def test_compiled_blocks_train_as_the_eager_model():
   """A tiny D+V's loss and gradients with its blocks compiled (inductor, on
   the CPU) equal the eager model's."""
-  model = torch_benchmark.build_model("D+V", TINY, "sdpa", 0, 0.0, True)
+  model = benchmark.build_model("D+V", TINY, "sdpa", 0, 0.0, True)
   batch = {"input_ids": torch.randint(2, TINY.vocab_size, (2, 16),
                                       generator=torch.Generator().manual_seed(0)),
            "labels": torch.randint(2, TINY.vocab_size, (2, 8),
@@ -421,7 +423,7 @@ def test_compiled_blocks_train_as_the_eager_model():
                            if p.grad is not None}
 
   eager_loss, eager_grads = step()
-  assert torch_benchmark_measure.compile_blocks(model) == 2
+  assert measure.compile_blocks(model) == 2
   compiled_loss, compiled_grads = step()
   torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-5,
                              atol=1e-6)
@@ -436,7 +438,7 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
                                                              capsys):
   """R runs out of memory in round 2: round 1's report is on disk after
   round 1, and the final one has R's error and the others' figures."""
-  train_step = torch_benchmark_measure.train_step
+  train_step = measure.train_step
   written = []
 
   def failing(entry, batch, device):
@@ -448,9 +450,9 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
     with open(tmp_path / "torch_benchmark.json") as f:
       written.append(json.load(f))
 
-  monkeypatch.setattr(torch_benchmark_measure, "train_step", failing)
-  run = torch_benchmark.run
-  monkeypatch.setattr(torch_benchmark, "run", lambda *a, **k: run(
+  monkeypatch.setattr(measure, "train_step", failing)
+  run = benchmark.run
+  monkeypatch.setattr(benchmark, "run", lambda *a, **k: run(
       *a, **dict(k, progress=lambda r: (k["progress"](r), dump(r)))))
   flags = list(TINY_FLAGS)
   flags[flags.index("--rounds") + 1] = "2"
@@ -472,3 +474,48 @@ def test_a_failing_model_is_reported_and_the_others_measured(tmp_path,
   assert "- R failed in round 2: CUDA out of memory" in text
   with open(tmp_path / "torch_benchmark.md") as f:
     assert f.read() == text
+
+
+def _pytorch_workbench_imports():
+  """{module: the workbench/pytorch modules it imports, anywhere in it}."""
+  folder = os.path.join(conftest.REPO, "workbench", "pytorch")
+  graph = {}
+  for name in sorted(os.listdir(folder)):
+    if not name.endswith(".py") or name == "__init__.py":
+      continue
+    with open(os.path.join(folder, name)) as f:
+      tree = ast.parse(f.read())
+    graph[name[:-3]] = {
+        alias.name for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and
+        node.module == "workbench.pytorch" for alias in node.names}
+  return graph
+
+
+def _cycle(graph):
+  """A cycle of the import graph, as a list of modules, or None."""
+  def visit(module, path):
+    if module in path:
+      return path[path.index(module):] + [module]
+    for imported in sorted(graph.get(module, ())):
+      found = visit(imported, path + [module])
+      if found:
+        return found
+    return None
+
+  for module in graph:
+    found = visit(module, [])
+    if found:
+      return found
+  return None
+
+
+def test_the_pytorch_workbench_imports_run_one_way():
+  """No module of workbench/pytorch/ imports one that imports it (in a
+  function or at the top)."""
+  graph = _pytorch_workbench_imports()
+  assert {"benchmark", "cuda_choices", "route_choices"} <= set(graph)
+  assert _cycle(graph) is None, _cycle(graph)
+  # The check can fail: a circle such as the two choices modules had.
+  assert _cycle(dict(graph, timed_pairs={"route_choices"})) is not None
+

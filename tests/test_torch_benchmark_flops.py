@@ -18,13 +18,13 @@ import pytest
 import torch
 from torch.utils import flop_counter
 
-from workbench import torch_benchmark
-from workbench import torch_benchmark_flops
+from workbench.pytorch import benchmark
+from workbench.pytorch import flops
 
 # Inner width (heads x d_kv = 16) apart from d_model (32), the stacks of
 # different depths and lengths (the decoder's shorter than N = 16): a term
 # that confuses two of them is off.
-DIMS = torch_benchmark.Dims(
+DIMS = benchmark.Dims(
     d_model=32, num_heads=2, d_kv=8, d_ff=64, num_layers=1,
     num_decoder_layers=2, vocab_size=64, batch=2, input_length=16,
     target_length=8, new_tokens=4)
@@ -51,13 +51,12 @@ def _matmuls(terms):
 
 
 @pytest.mark.parametrize("relative_bias", [True, False])
-@pytest.mark.parametrize("label", torch_benchmark.model_labels())
+@pytest.mark.parametrize("label", benchmark.model_labels())
 def test_training_flops_agree_with_torch_flop_counter(label, relative_bias):
-  components = dict(torch_benchmark.variants()).get(label, ())
-  model = torch_benchmark.build_model(label, DIMS, "eager",
-                                      relative_bias=relative_bias)
-  terms = torch_benchmark_flops.training_flops(DIMS, components,
-                                               model.config)
+  components = dict(benchmark.variants()).get(label, ())
+  model = benchmark.build_model(label, DIMS, "eager",
+                                relative_bias=relative_bias)
+  terms = flops.training_flops(DIMS, components, model.config)
   assert _matmuls(terms) == _counted(model), terms
   # The elementwise term is FD's alone, and small at these dims.
   has_product = "factorized_dense" in components
@@ -69,10 +68,10 @@ def test_training_flops_agree_with_torch_flop_counter(label, relative_bias):
 def test_t5_and_v_have_the_same_count():
   """The same math: transformers' T5 and the Synthesizer's dot product."""
   counts = []
-  for label in (torch_benchmark.T5, torch_benchmark.V):
-    model = torch_benchmark.build_model(label, DIMS, "eager")
-    counts.append(torch_benchmark_flops.training_flops(
-        DIMS, dict(torch_benchmark.variants()).get(label, ()),
+  for label in (benchmark.T5, benchmark.V):
+    model = benchmark.build_model(label, DIMS, "eager")
+    counts.append(flops.training_flops(
+        DIMS, dict(benchmark.variants()).get(label, ()),
         model.config))
   assert counts[0] == counts[1]
 
@@ -92,7 +91,7 @@ OPTIONS = [
 
 @pytest.mark.parametrize("functions,fields", OPTIONS)
 def test_training_flops_follow_the_config(functions, fields):
-  modeling = torch_benchmark.load_model_code()
+  modeling = benchmark.load_model_code()
   settings = dict(
       vocab_size=DIMS.vocab_size, d_model=DIMS.d_model, d_kv=DIMS.d_kv,
       d_ff=DIMS.d_ff, num_layers=DIMS.num_layers,
@@ -107,17 +106,17 @@ def test_training_flops_follow_the_config(functions, fields):
   # pylint: disable-next=protected-access
   model = modeling.MtfSynthesizerForConditionalGeneration._from_config(
       config, attn_implementation="eager").train()
-  terms = torch_benchmark_flops.training_flops(DIMS, functions, model.config)
+  terms = flops.training_flops(DIMS, functions, model.config)
   assert _matmuls(terms) == _counted(model), terms
 
 
 def test_an_unknown_function_is_refused():
   with pytest.raises(ValueError, match="no FLOP count"):
-    torch_benchmark_flops.training_flops(DIMS, ("nope",), None)
+    flops.training_flops(DIMS, ("nope",), None)
 
 
 def test_matmul_peak_times_a_square_matmul():
-  peak = torch_benchmark.matmul_peak(torch.device("cpu"), size=64, repeats=2)
+  peak = benchmark.matmul_peak(torch.device("cpu"), size=64, repeats=2)
   assert peak["size"] == 64 and peak["dtype"] == "float32"
   assert peak["seconds"] > 0
   assert peak["flops_per_s"] == pytest.approx(2 * 64**3 / peak["seconds"])

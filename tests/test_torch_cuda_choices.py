@@ -5,7 +5,7 @@
 The documented command runs without a GPU and finds each alternative equal
 to the model's way; an alternative off by a little is reported as off; the
 pairs take turns in alternating order. The attention plan's decisions
-(`workbench/torch_route_choices.py`): each pair computes one function,
+(`workbench/pytorch/route_choices.py`): each pair computes one function,
 every route is taken, and docs/pytorch_benchmark.md has a row for each
 case and each route.
 """
@@ -19,12 +19,15 @@ import pytest
 import torch
 
 import conftest
-from workbench import torch_cuda_choices
-from workbench import torch_route_choices
+from workbench.pytorch import choices as choices_lib
+from workbench.pytorch import cuda_choices
+from workbench.pytorch import models as bench_models
+from workbench.pytorch import route_choices
+from workbench.pytorch import timed_pairs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-TINY = torch_cuda_choices.Dims(batch=2, length=32, d_model=64, num_heads=4,
-                               d_kv=16, fd_factors=(4, 8))
+TINY = timed_pairs.Dims(batch=2, length=32, d_model=64, num_heads=4,
+                        d_kv=16, fd_factors=(4, 8))
 
 
 def test_documented_command_runs_without_a_gpu(tmp_path):
@@ -50,7 +53,7 @@ def test_documented_command_runs_without_a_gpu(tmp_path):
 
 def test_the_composed_norm_is_the_models_bf16_norm():
   """The comparison's first way is the norm a bf16 model computes."""
-  modeling = torch_cuda_choices.bench_models.load_model_code()
+  modeling = bench_models.load_model_code()
   norm = modeling.MtfSynthesizerRMSNorm(16, 1e-6).to(torch.bfloat16)
   torch.nn.init.normal_(norm.weight, 1.0, 0.1)
   x = torch.randn(3, 5, 16, dtype=torch.bfloat16)
@@ -63,17 +66,17 @@ def test_an_alternative_off_by_a_little_is_seen(monkeypatch):
   rms_norm = torch.nn.functional.rms_norm
   monkeypatch.setattr(torch.nn.functional, "rms_norm",
                       lambda *args, **kwargs: rms_norm(*args, **kwargs) * 1.01)
-  result = torch_cuda_choices.compare_rms_norm(
+  result = cuda_choices.compare_rms_norm(
       TINY, torch.device("cpu"), rounds=1, repeats=1)
   assert result.difference > 5e-3
 
 
 def test_the_fd_core_matches_the_model_layout():
   """The model's route of the comparison builds FD's logits as the model."""
-  functions = torch_cuda_choices.bench_models.load_model_code("functions")
+  functions = bench_models.load_model_code("functions")
   torch.manual_seed(0)
   # pylint: disable-next=protected-access
-  config = torch_cuda_choices._config(TINY, ("factorized_dense",))
+  config = timed_pairs.layer_config(TINY, ("factorized_dense",))
   fd = functions.MtfSynthesizerFactorizedDense(config)
   for p in fd.parameters():
     torch.nn.init.normal_(p)
@@ -86,7 +89,7 @@ def test_the_fd_core_matches_the_model_layout():
   fb = (torch.bmm(rows, fd.wb) + fd.bb[:, None]).view(
       TINY.num_heads, TINY.batch, 20, -1).transpose(0, 1)
   # pylint: disable-next=protected-access
-  built = torch_cuda_choices._fd_bias(fa, fb, TINY.fd_factors[0], 20)
+  built = cuda_choices._fd_bias(fa, fb, TINY.fd_factors[0], 20)
   # One sum in another order (baddbmm against bmm and an add).
   torch.testing.assert_close(built, logits, rtol=0,
                              atol=1e-5 * float(logits.abs().max()))
@@ -94,14 +97,14 @@ def test_the_fd_core_matches_the_model_layout():
 
 def test_pairs_take_turns_in_alternating_order():
   calls = []
-  torch_cuda_choices.time_pair(
+  timed_pairs.time_pair(
       {"model": lambda: calls.append("m"),
        "alternative": lambda: calls.append("a")},
       torch.device("cpu"), rounds=3, repeats=2)
   assert "".join(calls) == "mmaa" + "mmaa" + "aamm" + "mmaa"
 
 
-# The attention plan's decisions (workbench/torch_route_choices.py).
+# The attention plan's decisions (workbench/pytorch/route_choices.py).
 ROUTES_SECTION = "### The attention routes, each against its alternative"
 
 
@@ -150,14 +153,14 @@ def test_each_route_pair_computes_one_function(tiny_routes):
 
 def test_the_cpu_has_no_values_apart():
   """The CPU's kernels take one width: the choice is CUDA's alone."""
-  assert not torch_route_choices.compare(
+  assert not route_choices.compare(
       "values_apart", TINY, torch.device("cpu"), 1, 1,
-      situations=torch_route_choices.SITUATIONS[:1])
+      situations=route_choices.SITUATIONS[:1])
 
 
 def test_the_routes_choice_takes_every_route(tiny_routes):
   """Each Route is some CPU call's way or its alternative."""
-  attention = torch_cuda_choices.bench_models.load_model_code("attention")
+  attention = bench_models.load_model_code("attention")
   ways = set()
   for r in tiny_routes:
     if r["choice"] == "routes":
@@ -172,10 +175,10 @@ def test_a_wrong_alternative_route_is_seen(monkeypatch):
     del functions
     return attention.Plan(plan.route, plan.logits | in_bias)
 
-  monkeypatch.setattr(torch_route_choices, "other_route", twice)
-  result = torch_route_choices.compare_case(
+  monkeypatch.setattr(route_choices, "other_route", twice)
+  result = route_choices.compare_case(
       "routes", TINY, torch.device("cpu"), "R+V",
-      ("random", "dot_product"), torch_route_choices.SITUATIONS[2], 1, 1)
+      ("random", "dot_product"), route_choices.SITUATIONS[2], 1, 1)
   assert result.difference > 1e-3, result
 
 
@@ -210,9 +213,21 @@ def test_every_measured_case_has_a_row_in_the_docs(tiny_routes):
 
 def test_every_route_has_a_row_in_the_docs():
   """The document's decisions name every Route and every route choice."""
-  attention = torch_cuda_choices.bench_models.load_model_code("attention")
+  attention = bench_models.load_model_code("attention")
   decided = _routes_tables()["route"]
   routes = {row[0].strip("`") for row in decided}
   assert {route.value for route in attention.Route} <= routes
   choices = {row[1].strip("`") for row in decided}
-  assert set(torch_cuda_choices.ROUTE_CHOICES) <= choices
+  assert set(route_choices.CHOICES) <= choices
+
+
+def test_every_choice_is_known_by_one_module():
+  """`choices` runs the fused path's choices and the plan's, each by the
+  one module that times it; an unknown name raises."""
+  assert set(choices_lib.KNOWN) == (set(cuda_choices.CHOICES) |
+                                    set(route_choices.CHOICES))
+  assert not set(cuda_choices.CHOICES) & set(route_choices.CHOICES)
+  assert choices_lib.DEFAULT == cuda_choices.CHOICES
+  with pytest.raises(ValueError, match="no_such_choice"):
+    choices_lib.compare(TINY, torch.device("cpu"), ("no_such_choice",))
+

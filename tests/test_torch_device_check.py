@@ -13,15 +13,15 @@ import pytest
 import torch
 
 import conftest
-from workbench import torch_benchmark
-from workbench import torch_device_check
+from workbench.pytorch import benchmark
+from workbench.pytorch import device_check
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-LABELS = [label for label, _ in torch_benchmark.variants()]
+LABELS = [label for label, _ in benchmark.variants()]
 
 
 def test_every_variant_passes_on_cpu():
-  results = torch_device_check.check(torch.device("cpu"))
+  results = device_check.check(torch.device("cpu"))
   assert [r.label for r in results] == LABELS
   failed = [(r.label, r.error, r.logits, r.gradients) for r in results
             if not r.passed]
@@ -32,10 +32,10 @@ def test_a_kernel_off_by_a_little_fails(monkeypatch):
   kernel = torch.nn.functional.scaled_dot_product_attention
   monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                       lambda *args, **kwargs: kernel(*args, **kwargs) * 1.01)
-  results = torch_device_check.check(torch.device("cpu"), ["V", "D+V"])
+  results = device_check.check(torch.device("cpu"), ["V", "D+V"])
   assert [r.label for r in results] == ["V", "D+V"]
   assert not any(r.passed for r in results)
-  assert all(r.logits > torch_device_check.TOLERANCE for r in results)
+  assert all(r.logits > device_check.TOLERANCE for r in results)
 
 
 def test_documented_command_runs_without_a_gpu(tmp_path):

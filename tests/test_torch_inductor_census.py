@@ -6,8 +6,8 @@ compiling a model's step takes minutes, `tools/inductor_census.py`)."""
 import pytest
 import torch
 
-from workbench import torch_benchmark_models as bench_models
-from workbench import torch_inductor_census as inductor_census
+from workbench.pytorch import inductor_census
+from workbench.pytorch import models as bench_models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

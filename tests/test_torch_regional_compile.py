@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """Compiled block by block, the blocks compile once whatever the depth.
 
-`compile_blocks` (workbench/torch_benchmark_measure.py, the benchmark's
+`compile_blocks` (workbench/pytorch/measure.py, the benchmark's
 `--compile --compile_scope blocks`) compiles each repeated block in place.
 For every variant of the table:
 
@@ -23,7 +23,7 @@ from torch import _dynamo
 import tiny_models
 from mtf_synthesizer import attentions
 from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
-from workbench import torch_benchmark_measure as measure
+from workbench.pytorch import measure
 
 VARIANTS = attentions.VARIANTS
 IDS = [v.label for v in VARIANTS]

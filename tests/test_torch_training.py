@@ -56,6 +56,7 @@ import doc_blocks
 import model_code
 import tiny_models
 from mtf_synthesizer import attentions
+from mtf_synthesizer.hf_tools import mesh_training
 
 # pylint: disable=protected-access
 
@@ -141,6 +142,35 @@ def test_from_config_draws_every_weight(variant, causal_lm):
       assert not bool((tensor == second[name]).all()), name
 
 
+def test_norms_and_embeddings_are_drawn_by_transformers_initializer(
+    monkeypatch):
+  """`_init_weights` calls transformers' own (`PreTrainedModel.
+  _init_weights`) for every module it covers as mesh draws it: the norms
+  and the token embeddings (not T5's relative bias, a table of its own),
+  and for no other module."""
+  from transformers import PreTrainedModel  # pylint: disable=g-import-not-at-top
+  through = []
+  original = PreTrainedModel._init_weights
+
+  def recording(self, module):
+    through.append(module)
+    return original(self, module)
+
+  monkeypatch.setattr(PreTrainedModel, "_init_weights", recording)
+  modeling = model_code.load()
+  model = _seq2seq(("random", "dot_product"), max_position_embeddings=16)
+  covered = [m for m in model.modules()
+             if isinstance(m, (modeling.MtfSynthesizerRMSNorm,
+                               torch.nn.Embedding)) and
+             not isinstance(m, modeling.MtfSynthesizerRelativeBias)]
+  assert covered and {id(m) for m in through} == {id(m) for m in covered}
+  for module in covered:
+    if isinstance(module, torch.nn.Embedding):  # N(0, 1): mesh's
+      assert abs(float(module.weight.std()) - 1.0) < 0.1
+    else:
+      assert bool((module.weight == 1).all())
+
+
 def test_every_function_declares_its_initializers():
   """A function module's own weights all have an initializer."""
   modeling = model_code.load()
@@ -178,7 +208,7 @@ def test_from_config_initializes_every_weight(variant):
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=IDS)
 def test_from_config_learns_a_toy_task(variant):
-  """Copy 3 tokens, then repeat them: 100 steps of `mesh_optimizer()`.
+  """Copy 3 tokens, then repeat them: 100 steps of `mesh_optimizer`.
 
   A model that only learned the tokens' frequencies stays near ln(62) =
   4.1 nats; half the first loss needs the copy (cross-attention) or the
@@ -190,7 +220,7 @@ def test_from_config_learns_a_toy_task(variant):
   model = _seq2seq(variant.components)
   model.train()
   # mesh's Adafactor at a constant rate (mesh's default: 0.01 for 10k steps)
-  optimizer, schedule = model.mesh_optimizer(constant=3e-2)
+  optimizer, schedule = mesh_training.mesh_optimizer(model, constant=3e-2)
   losses = []
   for step in range(100):
     inputs, targets = _repeat_task(16, seed=step)
@@ -556,8 +586,9 @@ def test_seq2seq_trainer_finetunes_and_reloads(tmp_path):
   pytest.importorskip("accelerate")  # the Trainer's requirement
   variant = attentions.get("R+V")
   model = _seq2seq(variant.components)
-  trainer = _trainer(model, tmp_path / "run", max_steps=40,
-                     optimizers=model.mesh_optimizer(constant=3e-2))
+  trainer = _trainer(
+      model, tmp_path / "run", max_steps=40,
+      optimizers=mesh_training.mesh_optimizer(model, constant=3e-2))
   trainer.train()
   losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
   assert len(losses) == 40

@@ -2,7 +2,7 @@
 # Licensed under the Apache License, Version 2.0.
 """A broken weights file is named before it is loaded.
 
-(mtf_synthesizer/hf_model/weight_files_mtf_synthesizer.py)
+(mtf_synthesizer/hf_tools/weight_files.py)
 
 Files written by safetensors are cut or spoiled in the ways a copy or a
 download goes wrong; safetensors' own reader (the reference) refuses each,
@@ -22,7 +22,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from mtf_synthesizer.commands import from_t5 as from_t5_command
-from mtf_synthesizer.hf_model import weight_files_mtf_synthesizer as files
+from mtf_synthesizer.hf_tools import weight_files as files
 import test_from_t5
 
 

@@ -11,7 +11,7 @@ timed in the same run), greedy `generate()` new tokens/s, peak memory
 a training step and a decoding step dispatch (any device), with ratios to
 T5 and to V. On
 CUDA when present (T5-base dims), else on the CPU at small dims. Needs torch
-and transformers only (no TensorFlow). See `workbench/torch_benchmark.py`
+and transformers only (no TensorFlow). See `workbench/pytorch/benchmark.py`
 and docs/pytorch_benchmark.md.
 
   .venv/bin/python tools/benchmark_torch.py --output_dir runs/torch_bench
@@ -34,14 +34,14 @@ import sys
 from typing import Optional, Sequence
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
-from workbench import torch_benchmark
-from workbench import torch_benchmark_measure as measure
+from workbench.pytorch import benchmark
+from workbench.pytorch import measure
 
 # Measurement defaults per device: (steps, warmup, rounds, generate calls).
 # On a CPU every round is one step of each model: a change of load falls on
 # all of them.
 DEFAULTS = {"cpu": (15, 2, 15, 5), "cuda": (8, 3, 2, 2)}
-DIM_FLAGS = [f.name for f in dataclasses.fields(torch_benchmark.Dims)]
+DIM_FLAGS = [f.name for f in dataclasses.fields(benchmark.Dims)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -50,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--device", default=None,
                       help="cuda or cpu (default: cuda when present)")
   parser.add_argument("--preset", default=None,
-                      choices=sorted(torch_benchmark.PRESETS),
+                      choices=sorted(benchmark.PRESETS),
                       help="dims (default: gpu on CUDA, cpu otherwise); "
                       "flags below override single dims")
   for name in DIM_FLAGS:
@@ -60,7 +60,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "Fix, FR, D, FD, R+D, D+V, R+V, FR+V; default all); "
                       "T5 and V are always measured")
   parser.add_argument("--attn_implementation", default="sdpa",
-                      choices=torch_benchmark.ATTN_IMPLEMENTATIONS)
+                      choices=benchmark.ATTN_IMPLEMENTATIONS)
   parser.add_argument("--compile", action="store_true",
                       help="torch.compile, as --compile_scope says")
   parser.add_argument("--compile_scope", default="model",
@@ -103,14 +103,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "torch_benchmark.md there")
   args = parser.parse_args(argv)
 
-  device = torch_benchmark.resolve_device(args.device)
+  device = benchmark.resolve_device(args.device)
   preset = args.preset or ("gpu" if device.type == "cuda" else "cpu")
   dims = dataclasses.replace(
-      torch_benchmark.PRESETS[preset],
+      benchmark.PRESETS[preset],
       **{n: getattr(args, n) for n in DIM_FLAGS
          if getattr(args, n) is not None})
   steps, warmup, rounds, repeats = DEFAULTS.get(device.type, DEFAULTS["cpu"])
-  settings = torch_benchmark.Settings(
+  settings = benchmark.Settings(
       attn_implementation=args.attn_implementation,
       steps=steps if args.steps is None else args.steps,
       warmup=warmup if args.warmup is None else args.warmup,
@@ -135,19 +135,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["preset"] = preset
     if args.output_dir:
       measure.write_report(args.output_dir, "torch_benchmark",
-                           torch_benchmark.markdown(report), report)
+                           benchmark.markdown(report), report)
 
   try:
     # Each round's report is written as it ends: a run stopped later keeps
     # what it measured.
-    report = torch_benchmark.run(dims, settings, models,
-                                 command=command.strip(), log=sys.stderr,
-                                 progress=write)
+    report = benchmark.run(dims, settings, models,
+                           command=command.strip(), log=sys.stderr,
+                           progress=write)
   except ValueError as e:
     print("error: %s" % e, file=sys.stderr)
     return 2
   write(report)
-  print(torch_benchmark.markdown(report), end="")
+  print(benchmark.markdown(report), end="")
   return 1 if any(r["error"] for r in report["results"]) else 0
 
 

@@ -7,10 +7,11 @@ or `torch.nn.functional.rms_norm`, FD's logits as sdpa's bias or inside
 FlexAttention's `score_mod`: each pair checked equal in float32, then
 timed in turns (forward and backward, bf16 autocast on CUDA). On CUDA
 when present, at the `gpu` preset's dims. Needs torch and transformers
-only. See `workbench/torch_cuda_choices.py`. Named only (`--choices`):
+only. See `workbench/pytorch/cuda_choices.py`. Named only (`--choices`):
 the attention plan's decisions, each against its other outcome for every
 variant and situation (routes, b2_rule, shared_softmax, values_apart;
-`workbench/torch_route_choices.py`).
+`workbench/pytorch/route_choices.py`); `workbench/pytorch/choices.py` runs
+either.
 
   python3 tools/compare_cuda_choices.py --output_dir runs/cuda_choices
   .venv/bin/python tools/compare_cuda_choices.py --device cpu --batch 2 \
@@ -28,8 +29,9 @@ from typing import Optional, Sequence
 import _checkout  # pylint: disable=unused-import  (the checkout first)
 import torch
 
-from workbench import torch_benchmark_measure as measure
-from workbench import torch_cuda_choices as choices
+from workbench.pytorch import choices
+from workbench.pytorch import measure
+from workbench.pytorch import timed_pairs
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -37,10 +39,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--device", default=None,
                       help="cuda or cpu (default: cuda when present)")
-  parser.add_argument("--choices", default=",".join(choices.CHOICES),
+  parser.add_argument("--choices", default=",".join(choices.DEFAULT),
                       help="comma-separated, among %s (default: the "
-                      "first three)" % ", ".join(choices.KNOWN_CHOICES))
-  for field in dataclasses.fields(choices.Dims):
+                      "first three)" % ", ".join(choices.KNOWN))
+  for field in dataclasses.fields(timed_pairs.Dims):
     if field.name != "fd_factors":
       parser.add_argument("--" + field.name, type=int, default=None)
   parser.add_argument("--fd_factors", default=None, help="a,b")
@@ -57,21 +59,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     torch.set_num_threads(args.threads)
   device = measure.resolve_device(args.device)
   sizes = {f.name: getattr(args, f.name)
-           for f in dataclasses.fields(choices.Dims)
+           for f in dataclasses.fields(timed_pairs.Dims)
            if f.name != "fd_factors" and getattr(args, f.name) is not None}
   if args.fd_factors:
     sizes["fd_factors"] = tuple(int(x) for x in args.fd_factors.split(","))
-  dims = choices.Dims(**sizes)
+  dims = timed_pairs.Dims(**sizes)
   wanted = tuple(c.strip() for c in args.choices.split(",") if c.strip())
-  unknown = [c for c in wanted if c not in choices.KNOWN_CHOICES]
+  unknown = [c for c in wanted if c not in choices.KNOWN]
   if unknown:
     print("error: unknown choices %s (known: %s)" % (
-        unknown, ", ".join(choices.KNOWN_CHOICES)), file=sys.stderr)
+        unknown, ", ".join(choices.KNOWN)), file=sys.stderr)
     return 2
   results = choices.compare(dims, device, wanted, args.rounds, args.repeats,
                             say=lambda m: print(m, file=sys.stderr,
                                                 flush=True))
-  text = choices.markdown(results, device, dims)
+  text = timed_pairs.markdown(results, device, dims)
   print(text, end="")
   if args.output_dir:
     measure.write_report(

@@ -6,7 +6,7 @@ Each model compiled whole (inductor), one step (forward with the loss,
 backward); the table counts its graphs, generated kernels, external calls
 (matmuls, sdpa), IR nodes and the bytes its kernels move, with ratios to V.
 One block a stack by default: the counts per block. Needs torch and
-transformers only. See `workbench/torch_inductor_census.py`.
+transformers only. See `workbench/pytorch/inductor_census.py`.
 
   .venv/bin/python tools/inductor_census.py --models T5,V,D+V,R+V \
       --output_dir runs/inductor_census
@@ -18,9 +18,9 @@ import sys
 from typing import Optional, Sequence
 
 import _checkout  # pylint: disable=unused-import  (the checkout first)
-from workbench import torch_benchmark_measure as measure
-from workbench import torch_benchmark_models as bench_models
-from workbench import torch_inductor_census as inductor_census
+from workbench.pytorch import inductor_census
+from workbench.pytorch import measure
+from workbench.pytorch import models as bench_models
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

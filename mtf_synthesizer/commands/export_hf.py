@@ -70,8 +70,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
       "--extension", action="append", default=[], metavar="PATH",
       help="the PyTorch module (<name>_mtf_synthesizer.py) of a "
            "synthesizing function from outside the package that the model "
-           "uses (repeatable; `hf_model.load_extension`); it is copied "
-           "beside the model")
+           "uses (repeatable; `hf_tools.extensions.load_extension`); it is "
+           "copied beside the model")
   parser.add_argument(
       "--overwrite", action="store_true",
       help="replace an OUT_DIR that holds files, whole (no old file is "
@@ -115,10 +115,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print("error: --module_import=%s: %s" % (module, e), file=sys.stderr)
       return 2
   # pylint: disable-next=g-import-not-at-top
-  from mtf_synthesizer import hf_model
+  from mtf_synthesizer.hf_tools import extensions
   for path in args.extension:
     try:
-      hf_model.load_extension(path)
+      extensions.load_extension(path)
     except (ImportError, OSError, ValueError) as e:
       print("error: --extension=%s: %s" % (path, e), file=sys.stderr)
       return 2

@@ -143,11 +143,10 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
   """
   # pylint: disable=g-import-not-at-top
   import transformers
-  from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
-  from mtf_synthesizer.hf_model.model_card_mtf_synthesizer import (
-      write_model_card)
+  from mtf_synthesizer.hf_tools import saving
+  from mtf_synthesizer.hf_tools import t5_conversion
   whole_dir.check(output_dir, overwrite, [t5])  # before the T5 is loaded
-  model, info = modeling.MtfSynthesizerForConditionalGeneration.from_t5(
+  model, info = t5_conversion.from_t5(
       t5, encoder_synthesizers=components, decoder_synthesizers=components,
       synthesizer_max_length=synthesizer_max_length,
       output_loading_info=True)
@@ -164,9 +163,8 @@ def convert(t5: str, components: Sequence[str], output_dir: str,
       notes.append("no tokenizer written: %s's tokenizer does not load (%s)"
                    % (t5, str(e).split("\n")[0]))
   with whole_dir.written_whole(output_dir, overwrite, [t5]) as partial:
-    model.save_pretrained(partial)  # with the model's code, auto_map
-    write_model_card(
-        partial, model.config,
+    saving.save_pretrained(  # with the model's code, auto_map, a card
+        model, partial,
         "converted from the T5 %s by mtf-synthesizer-from-t5: T5's weights "
         "where the Synthesizer has them, the synthesizing functions' own "
         "drawn as mesh initializes them" % t5,
@@ -195,12 +193,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   """
   args = parse_args(sys.argv[1:] if argv is None else argv)
   # pylint: disable-next=g-import-not-at-top
-  from mtf_synthesizer.hf_model import t5_conversion_mtf_synthesizer
+  from mtf_synthesizer.hf_tools import t5_conversion
   try:
     summary = convert(args.t5, args.components, args.output_dir,
                       args.synthesizer_max_length, args.overwrite)
   except (OSError, ValueError, StrictDataclassError,
-          t5_conversion_mtf_synthesizer.T5ConversionError) as e:
+          t5_conversion.T5ConversionError) as e:
     # A bad value (the configuration's checks name it): one line.
     print("error: %s" % " ".join(str(e).split()), file=sys.stderr)
     return 2

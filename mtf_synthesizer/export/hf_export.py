@@ -12,9 +12,10 @@
     PyTorch name of `parameter_name` (optimizer slots left out);
   * the PyTorch model's code, every module of `mtf_synthesizer/hf_model/`
     (`MODEL_CODE_FILES`: the configuration, the functions, the attention,
-    the model, its training recipe, from_t5, the weights-file check and
-    the list of functions from outside the package), and the module of
-    each such function the model uses (`load_extension`);
+    the model, its loss, the checks of its arguments and the list of
+    functions from outside the package), and the module of each such
+    function the model uses (`hf_tools/extensions.py`);
+  * a model card (README.md; `hf_tools/model_card.py`);
   * the tokenizer: `ByT5Tokenizer` for the byte vocabulary, `T5Tokenizer`
     for a SentencePiece model, with the run's extra ids;
   * generation_config.json: decoding starts at id 0 and ends at EOS (1).
@@ -44,6 +45,8 @@ import mtf_synthesizer  # pylint: disable=unused-import  (gin configurables)
 from mtf_synthesizer import synthesizers
 from mtf_synthesizer.export import mesh_layers
 from mtf_synthesizer.export import torch_names
+from mtf_synthesizer.hf_tools import extensions
+from mtf_synthesizer.hf_tools import model_card
 
 MODEL_CODE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hf_model")
@@ -326,14 +329,47 @@ def t5_config(fields: Dict[str, Any]) -> Dict[str, Any]:
               decoder_start_token_id=0, use_cache=True)
 
 
+def auto_map(is_encoder_decoder: bool) -> Dict[str, str]:
+  """config.json's `auto_map`: the classes of the code beside the weights.
+
+  Args:
+    is_encoder_decoder: an encoder-decoder, else a causal LM.
+
+  Returns:
+    {Auto class: "module.Class"} for the configuration and the model.
+  """
+  if is_encoder_decoder:
+    auto_model, architecture = "AutoModelForSeq2SeqLM", SEQ2SEQ_CLASS
+  else:
+    auto_model, architecture = "AutoModelForCausalLM", CAUSAL_LM_CLASS
+  return {"AutoConfig": "configuration_mtf_synthesizer.MtfSynthesizerConfig",
+          auto_model: "modeling_mtf_synthesizer." + architecture}
+
+
+def write_model_code(out_dir: str, functions: List[str]) -> List[str]:
+  """Writes the model's code beside its weights: what loading it needs.
+
+  Args:
+    out_dir: the model's folder.
+    functions: the synthesizing functions the model uses (those from
+      outside the package bring their modules).
+
+  Returns:
+    The files written, by name.
+  """
+  for name in MODEL_CODE_FILES:
+    shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
+                    os.path.join(out_dir, name))
+  modules = extensions.write_extensions(out_dir, functions)
+  return list(MODEL_CODE_FILES) + [m + ".py" for m in modules]
+
+
 def _write_model_card(out_dir: str, config: Dict[str, Any],
                       checkpoint: str) -> None:
   """The exported directory's README.md (a user's own card is kept)."""
-  # pylint: disable-next=g-import-not-at-top
-  from mtf_synthesizer.hf_model import model_card_mtf_synthesizer
   fields = {k: v for k, v in config.items()
             if k not in ("model_type", "architectures", "auto_map")}
-  model_card_mtf_synthesizer.write_model_card(
+  model_card.write_model_card(
       out_dir, mesh_layers.configuration().MtfSynthesizerConfig(**fields),
       "exported from the mesh checkpoint %s (step %s) by "
       "mtf-synthesizer-export-hf" % (
@@ -378,8 +414,6 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
               for mesh, name in mesh_stacks.items()}
   architecture = (SEQ2SEQ_CLASS if fields["is_encoder_decoder"]
                   else CAUSAL_LM_CLASS)
-  auto_model = ("AutoModelForSeq2SeqLM" if fields["is_encoder_decoder"]
-                else "AutoModelForCausalLM")
   if plain_t5:
     config = t5_config(fields)
     architecture = "T5ForConditionalGeneration"
@@ -388,11 +422,7 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
       fields,
       model_type="mtf_synthesizer",
       architectures=[architecture],
-      auto_map={
-          "AutoConfig":
-              "configuration_mtf_synthesizer.MtfSynthesizerConfig",
-          auto_model: "modeling_mtf_synthesizer." + architecture,
-      },
+      auto_map=auto_map(fields["is_encoder_decoder"]),
       pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
       use_cache=True)
   with open(os.path.join(out_dir, "config.json"), "w") as f:
@@ -407,12 +437,8 @@ def export(model_dir: str, out_dir: str, vocabulary: Optional[str] = None,
                               os.path.join(out_dir, "model.safetensors"),
                               metadata={"format": "pt"})
   if not plain_t5:
-    for name in MODEL_CODE_FILES:
-      shutil.copyfile(os.path.join(MODEL_CODE_DIR, name),
-                      os.path.join(out_dir, name))
-    mesh_layers.configuration().write_extensions(
-        out_dir, list(fields.get("encoder_synthesizers") or ()) +
-        list(fields.get("decoder_synthesizers") or ()))
+    write_model_code(out_dir, list(fields.get("encoder_synthesizers") or ())
+                     + list(fields.get("decoder_synthesizers") or ()))
     _write_model_card(out_dir, config, checkpoint)
   tokenizer = _write_tokenizer(vocabulary, extra_ids, out_dir)
   with open(os.path.join(out_dir, "generation_config.json"), "w") as f:

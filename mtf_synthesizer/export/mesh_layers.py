@@ -168,9 +168,7 @@ def configuration() -> types.ModuleType:
   Imported when a model is described, not with this module: the
   configuration imports transformers (and transformers torch, where it is
   installed), which the tokenizer's writing imports anyway. The export
-  reads its table of synthesizing functions (`FUNCTION_SETTINGS`) and
-  writes the modules of those from outside the package
-  (`write_extensions`).
+  reads its table of synthesizing functions (`FUNCTION_SETTINGS`).
 
   Returns:
     `mtf_synthesizer.hf_model.configuration_mtf_synthesizer`.

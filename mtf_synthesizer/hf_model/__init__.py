@@ -2,12 +2,15 @@
 # Licensed under the Apache License, Version 2.0.
 """The PyTorch model that `mtf_synthesizer.export` writes beside weights.
 
-Importing this package registers the model with transformers' Auto classes
-(`AutoConfig`, `AutoModel`, `AutoModelForSeq2SeqLM`,
-`AutoModelForCausalLM`), so that a saved or exported model loads with
-`from_pretrained(path)` and no `trust_remote_code`. Without torch
-(`pip install torch`; README.md, recipe 3) only the configuration is
-registered.
+The modules of this folder but this file are the model's code, which an
+export copies beside the weights and transformers loads with
+`trust_remote_code`; what the package does with the model beyond loading
+and running it is in `mtf_synthesizer/hf_tools/`. Importing this package
+registers the model with transformers' Auto classes (`AutoConfig`,
+`AutoModel`, `AutoModelForSeq2SeqLM`, `AutoModelForCausalLM`), so that a
+saved or exported model loads with `from_pretrained(path)` and no
+`trust_remote_code`. Without torch (`pip install torch`; README.md, recipe
+3) only the configuration is registered.
 """
 
 import importlib.util
@@ -17,7 +20,6 @@ from transformers import AutoConfig
 # Relative imports: the workbench loads this folder by its path.
 # pylint: disable=relative-beyond-top-level
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
-from .configuration_mtf_synthesizer import load_extension
 
 AutoConfig.register(MtfSynthesizerConfig.model_type, MtfSynthesizerConfig,
                     exist_ok=True)

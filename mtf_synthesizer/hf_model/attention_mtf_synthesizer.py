@@ -21,7 +21,7 @@ call takes, is one pure decision of what the call is (`bias_functions`,
 then `plan_attention`; docs/pytorch.md tabulates it for every variant);
 the routes that exist only for speed live there, not in `forward`, and
 docs/pytorch_benchmark.md gives each one's measured gain against the way
-the call would go otherwise (`workbench/torch_route_choices.py`).
+the call would go otherwise (`workbench/pytorch/route_choices.py`).
 """
 
 import contextlib

@@ -18,22 +18,12 @@ model the stock CLI trains.
 
 import copy
 import dataclasses
-import difflib
-import functools
-import importlib.util
-import os
-import pathlib
-import re
-import shutil
-import sys
-import types
 from typing import (Any, Callable, Dict, Literal, Mapping, NamedTuple,
                     Optional, Sequence, Tuple)
 
 from huggingface_hub.dataclasses import strict
 from huggingface_hub.dataclasses import validated_field
 from transformers import PreTrainedConfig
-from transformers import T5Config
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
@@ -103,14 +93,11 @@ FUNCTION_SETTINGS = {
 }
 
 
-# The source file of each function defined outside this package
-# (`register_function`), which a saved model carries (`write_extensions`).
-EXTENSION_FILES: Dict[str, str] = {}
-EXTENSIONS_FILE = "extensions_mtf_synthesizer.py"
+# The package's own functions: an extension may not take their names.
+_OWN_FUNCTIONS = frozenset(FUNCTION_SETTINGS)
 
 
-def register_function(name: str, settings: FunctionSettings,
-                      source_file: str) -> None:
+def register_function(name: str, settings: FunctionSettings) -> None:
   """Declares a synthesizing function defined outside this package.
 
   Its module calls this before it defines its class (a subclass of
@@ -122,81 +109,17 @@ def register_function(name: str, settings: FunctionSettings,
   Args:
     name: the function's name (mesh's, `synthesizers.BY_NAME`).
     settings: its FunctionSettings row.
-    source_file: the module's file (its `__file__`), which
-      `write_extensions` copies beside a saved model.
 
   Raises:
     ValueError: the name is one of this package's functions, or is
       declared already with other settings.
   """
   known = FUNCTION_SETTINGS.get(name)
-  if known is not None and (name not in EXTENSION_FILES or
-                            known != settings):
+  if known is not None and (name in _OWN_FUNCTIONS or known != settings):
     raise ValueError(
         "synthesizing function %r is declared already (%s): an extension "
         "needs a name of its own" % (name, known))
   FUNCTION_SETTINGS[name] = settings
-  EXTENSION_FILES[name] = os.path.abspath(source_file)
-
-
-def load_extension(path: str) -> types.ModuleType:
-  """Imports a synthesizing function's module as a module of the model code.
-
-  The file's relative imports (`from .functions_mtf_synthesizer import
-  MtfSynthesizerFunction`) then name this package's modules, and defining
-  its class registers it: configurations and models built afterwards may
-  name the function.
-
-  Args:
-    path: the module's file, named `<something>_mtf_synthesizer.py` by
-      convention.
-
-  Returns:
-    The module (the one imported before, on a second call).
-  """
-  stem = os.path.splitext(os.path.basename(path))[0]
-  name = "%s.%s" % (__package__, stem)
-  if name in sys.modules:
-    return sys.modules[name]
-  spec = importlib.util.spec_from_file_location(name, path)
-  module = importlib.util.module_from_spec(spec)
-  sys.modules[name] = module
-  try:
-    spec.loader.exec_module(module)
-  except BaseException:
-    del sys.modules[name]
-    raise
-  return module
-
-
-def write_extensions(directory: str, names: Sequence[str]) -> Tuple[str, ...]:
-  """Copies the modules of the extensions among `names` beside a model.
-
-  Writes `directory`'s extensions_mtf_synthesizer.py with a relative import
-  of each, so that the configuration imports them where the model loads.
-  Nothing is written when `names` has none.
-
-  Args:
-    directory: a saved or exported model's folder (its model code there).
-    names: the synthesizing functions the model uses.
-
-  Returns:
-    The modules written, file names without ".py".
-  """
-  files = sorted({EXTENSION_FILES[n] for n in names if n in EXTENSION_FILES})
-  modules = tuple(os.path.splitext(os.path.basename(f))[0] for f in files)
-  if not files:
-    return modules
-  for path in files:
-    shutil.copyfile(path, os.path.join(directory, os.path.basename(path)))
-  lines = ['"""This model\'s synthesizing functions from outside the '
-           'package."""', ""]
-  lines += ["from .%s import *  # pylint: disable=wildcard-import" % m
-            for m in modules]
-  lines += ["", "EXTENSIONS = %r" % (modules,), ""]
-  with open(os.path.join(directory, EXTENSIONS_FILE), "w") as f:
-    f.write("\n".join(lines))
-  return modules
 
 
 # The activations of the feed-forward layer, alone or after "gated-": mesh's
@@ -277,51 +200,6 @@ def _feed_forward(value: str) -> None:
 
 def _field(check: Callable[[Any], None], default: Any) -> Any:
   return validated_field(check, default=default)
-
-
-@functools.lru_cache(maxsize=None)
-def _transformers_configuration_sources() -> str:
-  """The text of every configuration file transformers ships, joined.
-
-  The base configuration, generation's, and each model's
-  `configuration_*.py`: where every field and alias of a transformers
-  configuration is written. Read as text, so that no configuration class
-  is imported (importing them all takes seconds).
-  """
-  import transformers  # pylint: disable=g-import-not-at-top
-  root = pathlib.Path(transformers.__file__).parent
-  paths = [root / "configuration_utils.py",
-           root / "generation" / "configuration_utils.py"]
-  paths += sorted(root.glob("models/*/configuration_*.py"))
-  return "\n".join(p.read_text(encoding="utf-8") for p in paths
-                   if p.is_file())
-
-
-def _transformers_uses(name: str) -> bool:
-  """Whether a configuration file of transformers names `name`."""
-  word = re.compile(r"\b%s\b" % re.escape(name))
-  return word.search(_transformers_configuration_sources()) is not None
-
-
-def misspelled_field(key: str) -> Optional[str]:
-  """The Synthesizer's field a keyword likely misspells, or None.
-
-  Only the fields `T5Config` lacks are candidates, and never a name that a
-  transformers configuration uses.
-
-  Args:
-    key: a keyword that is no field.
-
-  Returns:
-    The closest of the Synthesizer's own fields, or None.
-  """
-  t5_fields = {f.name for f in dataclasses.fields(T5Config)}
-  own = [f.name for f in dataclasses.fields(MtfSynthesizerConfig)
-         if f.name not in t5_fields]
-  close = difflib.get_close_matches(key, own, n=1, cutoff=0.8)
-  if not close or _transformers_uses(key):
-    return None
-  return close[0]
 
 
 @strict
@@ -434,12 +312,8 @@ class MtfSynthesizerConfig(PreTrainedConfig):
           "max_length is generate()'s setting (set it on generation_config) "
           "and is dropped here; the size of the synthesizing functions' "
           "tables is synthesizer_max_length")
-    for key in kwargs:
-      close = misspelled_field(key)
-      if close:
-        logger.warning("MtfSynthesizerConfig got %r, which is no field: did "
-                       "you mean %r? It is kept as an attribute and does "
-                       "nothing.", key, close)
+    if "num_hidden_layers" in kwargs:  # T5Config's alias of num_layers
+      self.num_layers = kwargs.pop("num_hidden_layers")
     if self.num_decoder_layers is None:
       self.num_decoder_layers = self.num_layers
     if self.factorized_dense_factors is None:
@@ -560,7 +434,7 @@ class MtfSynthesizerConfig(PreTrainedConfig):
         pretrained_model_name_or_path, **kwargs)
     model_type = config_dict.get("model_type")
     if model_type is not None and model_type != cls.model_type:
-      hint = ("; convert a T5 with MtfSynthesizerForConditionalGeneration."
+      hint = ("; convert a T5 with mtf_synthesizer.hf_tools.t5_conversion."
               "from_t5(%r) or the mtf-synthesizer-from-t5 command" %
               str(pretrained_model_name_or_path)
               if model_type in T5_MODEL_TYPES else "")
@@ -573,8 +447,11 @@ class MtfSynthesizerConfig(PreTrainedConfig):
     """The blocks of the stack that decodes: what transformers' caches hold.
 
     An encoder-decoder's decoder has `num_decoder_layers`; a causal LM's
-    one stack `num_layers`. Setting it sets `num_layers` (T5Config's
-    alias).
+    one stack `num_layers`. Given to the constructor it is T5Config's
+    alias of `num_layers` (the decoder has as many unless
+    `num_decoder_layers` is given); set afterwards, every stack gets that
+    many blocks. Either way it reads back what was given, and
+    `get_text_config(encoder=True)` reads the encoder's blocks.
     """
     if self.is_encoder_decoder:
       return self.num_decoder_layers
@@ -583,6 +460,8 @@ class MtfSynthesizerConfig(PreTrainedConfig):
   @num_hidden_layers.setter
   def num_hidden_layers(self, value: int) -> None:
     self.num_layers = value
+    if self.is_encoder_decoder:
+      self.num_decoder_layers = value
 
   def get_text_config(self, decoder: Optional[bool] = None,
                       encoder: Optional[bool] = None) -> PreTrainedConfig:
@@ -607,11 +486,6 @@ class MtfSynthesizerConfig(PreTrainedConfig):
       return config
     return self
 
-
-# A model saved from Python carries its code beside its weights (config.json's
-# auto_map names the classes), so that it loads with trust_remote_code=True
-# where this package is not installed.
-MtfSynthesizerConfig.register_for_auto_class()
 
 # Functions from outside the package that this copy of the model code
 # carries (none in the package itself): imported last, as they import this

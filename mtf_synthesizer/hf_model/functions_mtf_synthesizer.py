@@ -268,7 +268,7 @@ class MtfSynthesizerFunction(nn.Module):
     matmul costs `TRAINING_MATMUL` times its forward), not the kernel's
     work: the layer's projections and its weights times the values are the
     layer's, not the function's. The benchmark's MFU adds these up
-    (`workbench/torch_benchmark_flops.py`).
+    (`workbench/pytorch/flops.py`).
 
     Args:
       batch: the examples.
@@ -287,8 +287,8 @@ class MtfSynthesizerFunction(nn.Module):
     """mesh's shape of each weight whose PyTorch shape merges its dims.
 
     mesh's Adafactor factors a variable by its two largest dimensions
-    (`training_mtf_synthesizer.mesh_factored`): a weight whose PyTorch
-    layout joins two of them names mesh's shape here.
+    (`mtf_synthesizer/hf_tools/mesh_training.py`, `mesh_factored`): a
+    weight whose PyTorch layout joins two of them names mesh's shape here.
 
     Returns:
       Weight name (as in named_parameters of this module) -> mesh's shape.

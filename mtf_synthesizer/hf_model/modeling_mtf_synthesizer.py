@@ -18,11 +18,13 @@ The files of the model, each of one job: configuration_mtf_synthesizer.py
 (the configuration, plain data), functions_mtf_synthesizer.py (the
 synthesizing functions, eq. 1-7), attention_mtf_synthesizer.py (the
 attention layer that composes them, eq. 3 and 8), this file (blocks,
-stacks, the base model and its heads), training_mtf_synthesizer.py
-(mesh's loss, optimizer and schedule), t5_conversion_mtf_synthesizer.py
-(`from_t5`), weight_files_mtf_synthesizer.py (a broken weights file named
-before it is loaded) and extensions_mtf_synthesizer.py (the functions from
-outside the package that a saved model carries).
+stacks, the base model and its heads), loss_mtf_synthesizer.py (mesh's
+loss), checks_mtf_synthesizer.py (the checks of a call's arguments) and
+extensions_mtf_synthesizer.py (the functions from outside the package
+that a saved model carries). What the package does with the model beyond
+loading and running it (conversion from T5, mesh's optimizer, saving with
+a model card) is in `mtf_synthesizer/hf_tools/`, which this code never
+imports.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
@@ -35,7 +37,6 @@ to would be NaN), and sums of biases are clamped to it.
 import copy
 import functools
 import math
-import os
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import torch
@@ -58,6 +59,7 @@ from transformers.models.t5.modeling_t5 import T5LayerNorm
 from transformers.processing_utils import Unpack
 from transformers.utils import ModelOutput
 from transformers.utils import TransformersKwargs
+from transformers.utils import auto_docstring
 from transformers.utils import can_return_tuple
 from transformers.utils.output_capturing import OutputRecorder
 from transformers.utils.output_capturing import capture_outputs
@@ -65,21 +67,24 @@ from transformers.utils.output_capturing import capture_outputs
 # pylint: disable=relative-beyond-top-level,unused-import
 from .attention_mtf_synthesizer import MtfSynthesizerAttention
 from .attention_mtf_synthesizer import MtfSynthesizerRelativeBias
+from .checks_mtf_synthesizer import check_embeds
+from .checks_mtf_synthesizer import check_encoder_decoder
+from .checks_mtf_synthesizer import check_ids
+from .checks_mtf_synthesizer import check_kwargs
+from .checks_mtf_synthesizer import check_labels
+from .checks_mtf_synthesizer import check_length
+from .checks_mtf_synthesizer import check_stack_inputs
+from .checks_mtf_synthesizer import embed
 from .configuration_mtf_synthesizer import ACTIVATIONS
 from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
-from .configuration_mtf_synthesizer import write_extensions
-from .model_card_mtf_synthesizer import write_model_card
 from .functions_mtf_synthesizer import BIAS
 from .functions_mtf_synthesizer import COLUMNS
 from .functions_mtf_synthesizer import FUNCTIONS
 from .functions_mtf_synthesizer import MtfSynthesizerFunction
 from .functions_mtf_synthesizer import Positions
 from .functions_mtf_synthesizer import _linear
-from .training_mtf_synthesizer import MeshAdafactor
-from .training_mtf_synthesizer import mesh_learning_rate
-from .training_mtf_synthesizer import mesh_loss
-from .weight_files_mtf_synthesizer import check_weights
+from .loss_mtf_synthesizer import mesh_loss
 # pylint: enable=relative-beyond-top-level,unused-import
 
 # mesh's attention bias for a position that may not be attended to; the
@@ -211,14 +216,15 @@ class MtfSynthesizerBlock(GradientCheckpointingLayer):
 # Models.
 
 
-class MtfSynthesizerPreTrainedModel(PreTrainedModel):
-  """Initialization as mesh's, and what transformers asks of a model.
+@auto_docstring(custom_intro="""
+    Initialization as mesh's, and what transformers asks of a model.
 
-  The embedding getters and setters are transformers' own
-  (`EmbeddingAccessMixin`: `embed_tokens`, `model.embed_tokens`, the base
-  model's, `lm_head`); only `MtfSynthesizerModel`, whose input embedding
-  may be shared by both stacks, defines its own.
-  """
+    The embedding getters and setters are transformers' own
+    (`EmbeddingAccessMixin`: `embed_tokens`, `model.embed_tokens`, the base
+    model's, `lm_head`); only `MtfSynthesizerModel`, whose input embedding
+    may be shared by both stacks, defines its own.
+""")
+class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   config_class = MtfSynthesizerConfig
   base_model_prefix = "model"
   supports_gradient_checkpointing = True
@@ -293,7 +299,7 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def _output_loss(self, logits: torch.Tensor, targets: torch.Tensor,
                    num_items_in_batch: Optional[Union[int, torch.Tensor]]
                   ) -> torch.Tensor:
-    """mesh's loss of both heads (`training_mtf_synthesizer.mesh_loss`).
+    """mesh's loss of both heads (`loss_mtf_synthesizer.mesh_loss`).
 
     Not transformers' `self.loss_function`: mesh adds z_loss * log(Z)^2 per
     token in training and can divide by every position
@@ -342,52 +348,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     return _static_mask(attention_mask, length)
 
   @classmethod
-  def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
-    """transformers' from_pretrained; a broken weights file is named first.
-
-    A local directory's safetensors files are checked
-    (`weight_files_mtf_synthesizer.py`): one cut short or corrupted raises
-    WeightsFileError naming it, where safetensors' own error names no file.
-
-    Args:
-      pretrained_model_name_or_path: a directory or Hub name.
-      *args: PreTrainedModel.from_pretrained's.
-      **kwargs: PreTrainedModel.from_pretrained's.
-
-    Returns:
-      The model (and its loading info, as asked).
-    """
-    if pretrained_model_name_or_path is not None:
-      check_weights(os.fspath(pretrained_model_name_or_path))
-    return super().from_pretrained(pretrained_model_name_or_path, *args,
-                                   **kwargs)
-
-  def save_pretrained(self, save_directory, *args, **kwargs):
-    """transformers' save_pretrained; the functions from outside come too.
-
-    The model code is written beside the weights (the Auto classes'
-    `auto_map`), and with it the module of each synthesizing function the
-    model uses that this package does not define (`load_extension`), so
-    that the folder loads with `trust_remote_code=True` on its own; and a
-    model card (README.md), unless the folder has a card of its own.
-
-    Args:
-      save_directory: the folder.
-      *args: PreTrainedModel.save_pretrained's.
-      **kwargs: PreTrainedModel.save_pretrained's.
-    """
-    super().save_pretrained(save_directory, *args, **kwargs)
-    config = self.config
-    write_extensions(os.fspath(save_directory),
-                     config.encoder_synthesizers +
-                     config.decoder_synthesizers)
-    loaded_from = config.name_or_path
-    write_model_card(save_directory, config, (
-        "saved by save_pretrained from a model loaded from %s" % loaded_from
-        if loaded_from else "saved by save_pretrained from a model built in "
-        "PyTorch"))
-
-  @classmethod
   def _can_set_attn_implementation(cls) -> bool:
     """Whether `set_attn_implementation` may switch the kernel: it may.
 
@@ -412,16 +372,21 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
   def _init_weights(self, module: nn.Module) -> None:
     """mesh's initializer of each weight (mesh_tensorflow and this package).
 
-    Each weight is initialized by the module that holds it: nn.Linear by
-    the `mesh_initializer` it was made with (the query kernel N(0,
-    (d_model d_kv)^-1/2), mesh folding the 1/sqrt(d_kv) scale into it;
-    keys, values, D's and FD's first layer N(0, d_model^-1/2); the output
-    N(0, (heads d_kv)^-1/2); feed-forward and softmax kernels truncated
-    normal with 1/sqrt(fan_in)); embeddings N(0, 1); the relative bias and
-    R, FR uniform (glorot on the original release's shapes); D's and FD's
-    tables N(0, fan_in^-1/2), their biases and the mixture logits 0; norms
-    1 (a synthesizing function's own weights: its `initializers()`).
-    `initializer_factor` multiplies each scale.
+    Each weight is initialized by the module that holds it. Norms (1) and
+    token embeddings (N(0, 1)) are transformers' own initializer's
+    (`PreTrainedModel._init_weights`, which draws embeddings with
+    `initializer_factor` as their deviation): mesh's. The others are
+    mesh's, through `transformers.initialization`: nn.Linear by the
+    `mesh_initializer` it was made with (the query kernel N(0, (d_model
+    d_kv)^-1/2), mesh folding the 1/sqrt(d_kv) scale into it; keys,
+    values, D's and FD's first layer N(0, d_model^-1/2); the output N(0,
+    (heads d_kv)^-1/2); feed-forward and softmax kernels truncated normal
+    with 1/sqrt(fan_in)), where transformers' would draw N(0,
+    initializer_factor); the relative bias and R, FR uniform (glorot on
+    the original release's shapes); D's and FD's tables N(0,
+    fan_in^-1/2), their biases and the mixture logits 0 (a synthesizing
+    function's own weights: its `initializers()`). `initializer_factor`
+    multiplies each scale.
     """
     config = self.config
     factor = config.initializer_factor
@@ -436,13 +401,11 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
     def uniform(tensor, limit):
       init.uniform_(tensor, -factor * limit, factor * limit)
 
-    if isinstance(module, MtfSynthesizerRMSNorm):
-      init.ones_(module.weight)
-    elif isinstance(module, MtfSynthesizerRelativeBias):
+    if isinstance(module, MtfSynthesizerRelativeBias):
       # mesh's default (glorot uniform) on its [heads, buckets] table.
       uniform(module.weight, math.sqrt(6.0 / sum(module.weight.shape)))
-    elif isinstance(module, nn.Embedding):
-      normal(module.weight, 1.0)
+    elif isinstance(module, (MtfSynthesizerRMSNorm, nn.Embedding)):
+      super()._init_weights(module)
     elif isinstance(module, nn.Linear):
       kind, std = getattr(module, "mesh_initializer",
                           ("normal", module.in_features**-0.5))
@@ -458,31 +421,6 @@ class MtfSynthesizerPreTrainedModel(PreTrainedModel):
               "constant": init.constant_}
       for name, (kind, scale) in module.initializers(config).items():
         draw[kind](getattr(module, name), scale)
-
-  def mesh_optimizer(self, total_steps: Optional[int] = None,
-                     **schedule) -> Tuple["MeshAdafactor",
-                                          torch.optim.lr_scheduler.LambdaLR]:
-    """The optimizer and schedule that train this model as mesh trains it.
-
-    With them, set `config.loss_denominator = "positions"` (mesh's loss
-    normalization) and `config.dropout_rate` to the mesh run's: from the
-    same weights and batches, the losses are mesh's
-    (tests/test_torch_follows_mesh.py).
-
-    Args:
-      total_steps: the training's steps (the schedule's linear decay).
-      **schedule: `mesh_learning_rate`'s other arguments (warmup_steps,
-        linear_decay_fraction, constant).
-
-    Returns:
-      (MeshAdafactor, its LambdaLR): step both after each batch, as
-      transformers' Trainer does with `optimizers=(optimizer, schedule)`.
-    """
-    optimizer = MeshAdafactor(self)
-    rate = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: mesh_learning_rate(step, total_steps,
-                                                   **schedule))
-    return optimizer, rate
 
   def _shift_right(self, labels: torch.Tensor) -> torch.Tensor:
     """The decoder inputs of targets: decoder_start_token_id, then labels."""
@@ -537,10 +475,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       raise ValueError("give exactly one of %sinput_ids and %sinputs_embeds" %
                        (prefix, prefix))
     if inputs_embeds is None:
-      _check_ids(prefix + "input_ids", input_ids)
-      return _embed(self.embed_tokens, input_ids, prefix + "input_ids")
-    _check_embeds(prefix + "inputs_embeds", inputs_embeds,
-                  self.config.d_model)
+      check_ids(prefix + "input_ids", input_ids)
+      return embed(self.embed_tokens, input_ids, prefix + "input_ids")
+    check_embeds(prefix + "inputs_embeds", inputs_embeds,
+                 self.config.d_model)
     return inputs_embeds
 
   def _memory_span(self, past_key_values: Optional[Cache], t: int
@@ -564,10 +502,10 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     start = cache.get_seq_length() if cache is not None else 0
     static = _static_length(cache)
     if static is None:
-      _check_length(self.has_tables, start + t, self.config)
+      check_length(self.has_tables, start + t, self.config)
       return start, start + t, None
     if not torch.compiler.is_compiling():
-      _check_length(self.has_tables, int(start) + t, self.config)
+      check_length(self.has_tables, int(start) + t, self.config)
     return start, static, static
 
   def _positions(self, start: Union[int, torch.Tensor], query: torch.Tensor,
@@ -656,6 +594,7 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     return table(buckets).permute(2, 0, 1)[None].float()
 
   @capture_outputs
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -666,30 +605,24 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
               past_key_values: Optional[Cache] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> BaseModelOutputWithPastAndCrossAttentions:
-    """Runs the stack.
-
-    Args:
-      input_ids: [batch, t].
-      attention_mask: [batch, s] 1 at tokens, 0 at padding, over the memory
-        of the self-attention (a causal stack: the cache's positions and the
-        new ones); None: an encoder masks input_ids == pad_token_id, a
-        causal stack masks nothing.
-      inputs_embeds: instead of input_ids.
-      position_ids: [batch, t] per-example positions (left padding); None:
-        the cache's length + arange(t).
-      encoder_hidden_states: the encoder output (a decoder).
-      encoder_attention_mask: [batch, s_enc] 1 at the encoder's tokens.
-      past_key_values: the cache when decoding.
-      **kwargs: `output_attentions` (each layer's attention weights) and
-        `output_hidden_states` (each block's input and the output), both
-        recorded by `capture_outputs` (default: the config's); generation's
-        bookkeeping; anything else raises (`_check_kwargs`).
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + sequence_length)`: 1 at tokens, 0 at
+        padding, over the memory of the self-attention (a causal stack's:
+        the cache's positions and the new ones). None: an encoder masks
+        `input_ids == pad_token_id`, a causal stack nothing.
+    position_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: each token's position in its
+        example, the row of the synthesizing functions' tables it reads
+        (left padding). None: the cache's length +
+        `arange(sequence_length)`.
 
     Returns:
-      BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
-      decoder's, with output_attentions), or its tuple.
+        BaseModelOutputWithPastAndCrossAttentions (`cross_attentions`: a
+        decoder's, with `output_attentions`), or its tuple. Keywords beyond
+        the named ones and the output flags raise (`check_kwargs`).
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions = kwargs.get("output_attentions")
     if output_attentions is None:
@@ -704,8 +637,8 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
       attention_mask = (input_ids != config.pad_token_id).long()
     if attention_mask is not None and static is not None:
       attention_mask = _static_mask(attention_mask, static)
-    _check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
-                        encoder_hidden_states, encoder_attention_mask)
+    check_stack_inputs(prefix, b, t, s, attention_mask, position_ids,
+                       encoder_hidden_states, encoder_attention_mask)
     query = _query_positions(start, t, static, x.device)
     positions, rows = self._positions(start, query, s, static,
                                       attention_mask, position_ids)
@@ -743,25 +676,6 @@ def _query_positions(start: Union[int, torch.Tensor], t: int,
       t, device=device)
 
 
-def _check_stack_inputs(prefix: str, b: int, t: int, s: int,
-                        attention_mask: Optional[torch.Tensor],
-                        position_ids: Optional[torch.Tensor],
-                        encoder_hidden_states: Optional[torch.Tensor],
-                        encoder_attention_mask: Optional[torch.Tensor]
-                        ) -> None:
-  """Raises ValueError where a mask or the positions do not fit the call."""
-  if attention_mask is not None:
-    _check_mask(prefix + "attention_mask", attention_mask, b, s,
-                "the cache's positions and the new ones")
-  if position_ids is not None and tuple(position_ids.shape) != (b, t):
-    raise ValueError("%sposition_ids must be [batch, length] = [%d, %d], got "
-                     "shape %s" % (prefix, b, t, tuple(position_ids.shape)))
-  if encoder_hidden_states is not None and (
-      encoder_attention_mask is not None):
-    _check_mask("attention_mask", encoder_attention_mask, b,
-                encoder_hidden_states.shape[1], "the encoder's inputs")
-
-
 def _static_length(cache: Optional[Cache]) -> Optional[int]:
   """A static cache's length (what each layer returns), else None."""
   if cache is None or not cache.is_compileable:
@@ -774,98 +688,6 @@ def _static_mask(mask: torch.Tensor, length: int) -> torch.Tensor:
   if mask.dim() != 2 or mask.shape[-1] >= length:
     return mask
   return nn.functional.pad(mask, (0, length - mask.shape[-1]), value=0)
-
-
-def _check_length(has_tables: bool, length: int,
-                  config: MtfSynthesizerConfig) -> None:
-  """Raises ValueError where a stack with tables reads past them."""
-  if has_tables and length > config.synthesizer_max_length:
-    raise ValueError(
-        "a sequence of length %d is longer than max_length %d, the size "
-        "of the synthesizing functions' position tables "
-        "(synthesizer_max_length)" % (
-            length, config.synthesizer_max_length))
-
-
-def _check_ids(name: str, ids: torch.Tensor) -> None:
-  """Raises ValueError unless ids are [batch, length] > 0 of an integer dtype.
-
-  Ids past the vocabulary are found by the embedding (`_embed`), which on
-  CUDA reports them as a device-side assertion: a check would wait for the
-  device at every step.
-
-  Args:
-    name: the argument's name.
-    ids: the argument.
-  """
-  if not torch.is_tensor(ids) or ids.dim() != 2:
-    raise ValueError("%s must be a [batch, length] tensor of token ids, got "
-                     "%s" % (name, tuple(ids.shape) if torch.is_tensor(ids)
-                             else type(ids).__name__))
-  if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-    raise ValueError("%s must hold token ids of an integer dtype (torch.long),"
-                     " got %s" % (name, ids.dtype))
-  if ids.numel() == 0:
-    raise ValueError("%s is empty (shape %s): a batch needs an example and "
-                     "a position" % (name, tuple(ids.shape)))
-
-
-def _check_embeds(name: str, embeds: torch.Tensor, width: int) -> None:
-  """Raises ValueError unless embeds are a non-empty [batch, length, width]."""
-  if (embeds.dim() != 3 or embeds.shape[-1] != width or
-      embeds.numel() == 0 or not embeds.is_floating_point()):
-    raise ValueError("%s must be a non-empty [batch, length, d_model=%d] "
-                     "tensor of floats, got shape %s, %s" % (
-                         name, width, tuple(embeds.shape), embeds.dtype))
-
-
-def _embed(embedding: nn.Embedding, ids: torch.Tensor,
-           name: str) -> torch.Tensor:
-  """The embedding of ids; an id outside the vocabulary raises ValueError."""
-  if torch.compiler.is_compiling() or torch.jit.is_tracing():
-    return embedding(ids)
-  try:
-    return embedding(ids)
-  except IndexError:
-    raise ValueError(
-        "%s holds an id outside the vocabulary [0, %d) (min %d, max %d)" % (
-            name, embedding.num_embeddings, int(ids.min()),
-            int(ids.max()))) from None
-
-
-def _check_mask(name: str, mask: torch.Tensor, batch: int, length: int,
-                covers: str) -> None:
-  """Raises ValueError unless mask is [batch, length] (1 token, 0 padding).
-
-  Args:
-    name: the argument's name.
-    mask: the argument.
-    batch: the batch.
-    length: the positions it must cover.
-    covers: what those positions are, for the message.
-  """
-  if not torch.is_tensor(mask) or mask.dim() != 2 or (
-      mask.shape[0] != batch or mask.shape[1] != length):
-    raise ValueError(
-        "%s must be [batch, positions] = [%d, %d] (1 at tokens, 0 at "
-        "padding; the positions: %s), got %s" % (
-            name, batch, length, covers,
-            tuple(mask.shape) if torch.is_tensor(mask) else
-            type(mask).__name__))
-
-
-def _check_labels(name: str, labels: torch.Tensor,
-                  logits: Optional[torch.Tensor] = None) -> None:
-  """Raises ValueError unless labels are integer ids, one per position."""
-  if labels.is_floating_point() or labels.dtype == torch.bool:
-    raise ValueError("%s must hold token ids of an integer dtype (-100: "
-                     "ignored), got %s" % (name, labels.dtype))
-  if logits is not None and (
-      tuple(labels.shape) != tuple(logits.shape[:-1])):
-    raise ValueError("%s must be [batch, length] = %s, one per position of "
-                     "the logits, got shape %s" % (
-                         name, list(logits.shape[:-1]),
-                         tuple(labels.shape)))
 
 
 HiddenStates = Union[bool, int, Sequence[int]]
@@ -969,52 +791,15 @@ def _padding_bias(mask: Optional[torch.Tensor],
   return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
 
 
-# What a forward takes beyond its named arguments: the output flags (the
-# stack's, whose `capture_outputs` records the outputs) and generate()'s
-# bookkeeping, which the model does not need.
-_PASSED_KWARGS = frozenset(("output_attentions", "output_hidden_states",
-                            "cache_position", "logits_to_keep"))
-
-
-def _check_kwargs(kwargs: Dict, model: str) -> None:
-  """Raises TypeError on a keyword argument the model would not honour.
-
-  The forwards take `Unpack[TransformersKwargs]`, as transformers' models
-  do; those pass on and silently drop what they do not use, where a
-  keyword this model does not honour (packed sequences' `cu_seq_lens_q`,
-  `is_causal`, a seq2seq's `position_ids`, a misspelling) raises here.
-
-  Args:
-    kwargs: the call's keyword arguments beyond the named ones.
-    model: the class, for the message.
-  """
-  if kwargs.get("shift_labels") is not None:
-    raise TypeError(
-        "%s does not take shift_labels: its labels are the targets of the "
-        "decoder inputs (MtfSynthesizerForCausalLM takes them)" % model)
-  unknown = sorted(k for k, v in kwargs.items()
-                   if v is not None and k not in _PASSED_KWARGS)
-  if unknown:
-    raise TypeError("%s does not support %s" % (model, ", ".join(unknown)))
-
-
-def _check_encoder_decoder(config: MtfSynthesizerConfig, model: str) -> None:
-  """Raises ValueError where an encoder-decoder class gets a causal config."""
-  if not config.is_encoder_decoder:
-    raise ValueError(
-        "%s is an encoder-decoder, and the config has is_encoder_decoder="
-        "False (a decoder-only language model): build "
-        "MtfSynthesizerForCausalLM from it, or set is_encoder_decoder=True" %
-        model)
-
-
+@auto_docstring(custom_intro="""
+    The encoder-decoder without an output layer (T5Model's place).
+""")
 class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
-  """The encoder-decoder without an output layer (T5Model's place)."""
   _tied_weights_keys = {"encoder.embed_tokens.weight": "shared.weight",
                         "decoder.embed_tokens.weight": "shared.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
-    _check_encoder_decoder(config, type(self).__name__)
+    check_encoder_decoder(config, type(self).__name__)
     super().__init__(config)
     if config.shared_embedding:
       self.shared = nn.Embedding(config.vocab_size, config.d_model)
@@ -1044,6 +829,7 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
     return self.encoder
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1058,29 +844,26 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
               output_hidden_states: Optional[HiddenStates] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[Seq2SeqModelOutput, Tuple]:
-    """Encodes (unless encoder_outputs are given) and decodes.
-
-    Args:
-      input_ids: the encoder inputs [batch, s].
-      attention_mask: 1 at input tokens, 0 at padding; default: ids != pad.
-      decoder_input_ids: [batch, t].
-      decoder_attention_mask: [batch, cache + t] 1 at the decoder's tokens
-        (padding at the end needs none: the decoder is causal).
-      encoder_outputs: the encoder's output, when already computed.
-      past_key_values: the decoding cache.
-      inputs_embeds: instead of input_ids.
-      decoder_inputs_embeds: instead of decoder_input_ids.
-      use_cache: keep and return a cache.
-      output_attentions: return the attention weights (None: the
-        config's).
-      output_hidden_states: return the hidden states, or the indices of
-        those to keep, negative from the end (None: the config's).
-      **kwargs: generation's bookkeeping; anything else raises.
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, sequence_length)`: 1 at the encoder's tokens, 0 at
+        padding; default `input_ids != pad_token_id` (mesh marks padding
+        with id 0).
+    decoder_attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + target_length)`: 1 at the decoder's
+        tokens over the cache's positions and the new ones, 0 at padding;
+        padding at the end needs none (the decoder is causal).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
 
     Returns:
-      Seq2SeqModelOutput, or its tuple.
+        Seq2SeqModelOutput, or its tuple. Keywords beyond the named ones
+        but generation's bookkeeping raise (`check_kwargs`).
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1116,13 +899,15 @@ class MtfSynthesizerModel(MtfSynthesizerPreTrainedModel):
         encoder_attentions=getattr(encoder_outputs, "attentions", None))
 
 
+@auto_docstring(custom_intro="""
+    The encoder-decoder with its output layer (mesh's Bitransformer).
+""")
 class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
                                              GenerationMixin):
-  """The encoder-decoder with its output layer (mesh's Bitransformer)."""
   _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
-    _check_encoder_decoder(config, type(self).__name__)
+    check_encoder_decoder(config, type(self).__name__)
     super().__init__(config)
     self.model = MtfSynthesizerModel(config)
     self.lm_head = _linear(config.d_model, config.vocab_size,
@@ -1137,6 +922,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     return self.model.decoder
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1153,20 +939,36 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[Seq2SeqLMOutput, Tuple]:
-    """Logits of the decoder inputs (teacher forcing or a decoding step).
-
-    Args: as `MtfSynthesizerModel.forward`, and
-      labels: targets [batch, t] (-100: ignored); decoder_input_ids default
-        to them shifted right. The loss is `mesh_loss` (z_loss in training).
-      num_items_in_batch: the loss divides its sum by this (the target
-        tokens of a whole batch split over calls, as transformers' Trainer
-        counts them); only with loss_denominator "tokens".
+    r"""
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, sequence_length)`: 1 at the encoder's tokens, 0 at
+        padding; default `input_ids != pad_token_id` (mesh marks padding
+        with id 0).
+    decoder_attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + target_length)`: 1 at the decoder's
+        tokens over the cache's positions and the new ones, 0 at padding;
+        padding at the end needs none (the decoder is causal).
+    labels (`torch.LongTensor`, *optional*):
+        `(batch_size, target_length)`: the targets (-100: ignored);
+        `decoder_input_ids` default to them shifted right. The loss is
+        mesh's (`loss_mtf_synthesizer.mesh_loss`: cross entropy, and
+        `z_loss` in training).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
+    num_items_in_batch (`int` or `torch.Tensor`, *optional*):
+        The loss divides its sum by this: the target tokens of a whole
+        batch split over calls, as transformers' Trainer counts them; only
+        with `loss_denominator="tokens"`.
 
     Returns:
-      Seq2SeqLMOutput, or its tuple.
+        Seq2SeqLMOutput, or its tuple: the logits of the decoder inputs
+        (teacher forcing or a decoding step).
     """
     if labels is not None:
-      _check_labels("labels", labels)
+      check_labels("labels", labels)
     from_labels = decoder_input_ids is None and decoder_inputs_embeds is None
     if from_labels:
       if labels is None:
@@ -1196,7 +998,7 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
     logits = self._output_logits(out.last_hidden_state)
     loss = None
     if labels is not None:
-      _check_labels("labels", labels, logits)
+      check_labels("labels", labels, logits)
       loss = self._output_loss(logits, labels, num_items_in_batch)
     return Seq2SeqLMOutput(
         loss=loss, logits=logits, past_key_values=out.past_key_values,
@@ -1210,36 +1012,19 @@ class MtfSynthesizerForConditionalGeneration(MtfSynthesizerPreTrainedModel,
   def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor):
     return self._shift_right(labels)
 
-  @classmethod
-  def from_t5(cls, t5_model_or_path, **kwargs):
-    """A Synthesizer around a transformers T5's weights.
+@auto_docstring(custom_intro="""
+    A decoder-only language model (mesh's Unitransformer, model_type lm).
 
-    Args:
-      t5_model_or_path: a T5ForConditionalGeneration, or its path or Hub
-        name.
-      **kwargs: `t5_conversion_mtf_synthesizer.from_t5`'s
-        (encoder_synthesizers, decoder_synthesizers,
-        synthesizer_max_length, output_loading_info, config fields).
-
-    Returns:
-      The model (and a ConversionInfo with output_loading_info=True).
-    """
-    # pylint: disable-next=g-import-not-at-top,relative-beyond-top-level
-    from .t5_conversion_mtf_synthesizer import from_t5
-    return from_t5(cls, t5_model_or_path, **kwargs)
-
-
+    One causal stack of `num_layers` blocks with `decoder_synthesizers`. As
+    in mesh, a sequence starts with id 0: give [0] + prompt ids. A
+    left-padded batch (attention_mask 0 at the padding, and position_ids,
+    which `generate()` derives from it) reads each example's tables from its
+    first token, so each row generates what it generates alone. An
+    encoder-decoder's config gives its decoder alone (`num_decoder_layers`
+    blocks).
+""")
 class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                                GenerationMixin):
-  """A decoder-only language model (mesh's Unitransformer, model_type lm).
-
-  One causal stack of `num_layers` blocks with `decoder_synthesizers`. As in
-  mesh, a sequence starts with id 0: give [0] + prompt ids. A left-padded
-  batch (attention_mask 0 at the padding, and position_ids, which
-  `generate()` derives from it) reads each example's tables from its first
-  token, so each row generates what it generates alone. An encoder-decoder's
-  config gives its decoder alone (`num_decoder_layers` blocks).
-  """
   _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
 
   def __init__(self, config: MtfSynthesizerConfig):
@@ -1274,6 +1059,7 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
                       device=inputs_tensor.device)
 
   @can_return_tuple
+  @auto_docstring
   def forward(self,
               input_ids: Optional[torch.LongTensor] = None,
               attention_mask: Optional[torch.Tensor] = None,
@@ -1288,37 +1074,43 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
               num_items_in_batch: Optional[Union[int, torch.Tensor]] = None,
               **kwargs: Unpack[TransformersKwargs]
              ) -> Union[CausalLMOutputWithPast, Tuple]:
-    """Logits of every position (or of the new ones, with a cache).
-
-    Args:
-      input_ids: [batch, t] (the new tokens, when decoding with a cache).
-      attention_mask: [batch, cache + t] 1 at tokens, 0 at padding (left
-        padding included).
-      position_ids: [batch, t] each token's position in its example (its
-        row of the tables): with left padding, the count of tokens before
-        it, as `generate()` derives them from attention_mask; default the
-        cache's length + arange(t).
-      past_key_values: the decoding cache.
-      inputs_embeds: instead of input_ids.
-      labels: targets aligned with input_ids (shifted inside, as in
-        transformers' causal LMs); -100 ignored.
-      use_cache: keep and return a cache.
-      output_attentions: return the attention weights (None: the config's).
-      output_hidden_states: return the hidden states, or the indices of
-        those to keep, negative from the end (None: the config's).
-      shift_labels: the targets already shifted: the token each position
-        predicts (-100 ignored). Given with labels, the loss is computed on
-        shift_labels, as transformers' causal LMs do (its Trainer passes
-        both where the sequence is split across devices).
-      num_items_in_batch: the loss divides its sum by this (the target
-        tokens of a whole batch split over calls, as transformers' Trainer
-        counts them); only with loss_denominator "tokens".
-      **kwargs: generation's bookkeeping; anything else raises.
+    r"""
+    input_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`, the new tokens when decoding with a
+        cache. As in mesh, a sequence starts with id 0.
+    attention_mask (`torch.Tensor`, *optional*):
+        `(batch_size, cache_length + sequence_length)`: 1 at tokens, 0 at
+        padding (left padding included).
+    position_ids (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: each token's position in its
+        example, the row of the tables it reads: with left padding, the
+        count of tokens before it, as `generate()` derives them from
+        `attention_mask`. None: the cache's length + `arange`.
+    labels (`torch.LongTensor`, *optional*):
+        `(batch_size, sequence_length)`: targets aligned with `input_ids`
+        (shifted inside, as in transformers' causal LMs; -100: ignored).
+        The loss is mesh's (`loss_mtf_synthesizer.mesh_loss`).
+    shift_labels (`torch.LongTensor`, *optional*):
+        The targets already shifted, the token each position predicts
+        (-100: ignored). Given with `labels`, the loss is computed on
+        these, as transformers' causal LMs do (its Trainer passes both
+        where the sequence is split across devices).
+    output_hidden_states (`bool`, `int` or `Sequence[int]`, *optional*):
+        Whether to return the hidden states (each block's input and the
+        stack's output), or the indices of those to return, negative from
+        the end of each stack's own (an encoder's depth may differ from the
+        decoder's). None: the config's.
+    num_items_in_batch (`int` or `torch.Tensor`, *optional*):
+        The loss divides its sum by this: the target tokens of a whole
+        batch split over calls, as transformers' Trainer counts them; only
+        with `loss_denominator="tokens"`.
 
     Returns:
-      CausalLMOutputWithPast, or its tuple.
+        CausalLMOutputWithPast, or its tuple: the logits of every position
+        (of the new ones, with a cache). Keywords beyond the named ones
+        but generation's bookkeeping raise (`check_kwargs`).
     """
-    _check_kwargs(kwargs, type(self).__name__)
+    check_kwargs(kwargs, type(self).__name__)
     config = self.config
     output_attentions, output_hidden_states = _output_flags(
         config, output_attentions, output_hidden_states)
@@ -1336,21 +1128,12 @@ class MtfSynthesizerForCausalLM(MtfSynthesizerPreTrainedModel,
     loss = None
     predicting = logits
     if shift_labels is not None:  # as given (labels, if any, are unused)
-      _check_labels("shift_labels", shift_labels, logits)
+      check_labels("shift_labels", shift_labels, logits)
     elif labels is not None:  # position i predicts token i + 1
-      _check_labels("labels", labels, logits)
+      check_labels("labels", labels, logits)
       predicting, shift_labels = logits[:, :-1], labels[:, 1:]
     if shift_labels is not None:
       loss = self._output_loss(predicting, shift_labels, num_items_in_batch)
     return CausalLMOutputWithPast(
         loss=loss, logits=logits, past_key_values=past_key_values,
         hidden_states=out.hidden_states, attentions=out.attentions)
-
-
-# A model saved from Python carries this code beside its weights, as an
-# export does (config.json's auto_map names the classes), so that it loads
-# with trust_remote_code=True where this package is not installed.
-MtfSynthesizerModel.register_for_auto_class("AutoModel")
-MtfSynthesizerForConditionalGeneration.register_for_auto_class(
-    "AutoModelForSeq2SeqLM")
-MtfSynthesizerForCausalLM.register_for_auto_class("AutoModelForCausalLM")

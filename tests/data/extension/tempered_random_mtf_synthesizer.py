@@ -3,7 +3,8 @@
 """A synthesizing function defined outside the package: R, tempered per head.
 
 R's table (eq. 4) times a learned temperature per head that starts at 1:
-S_h = tau_h R_h. Loaded with `load_extension`; its imports are relative,
+S_h = tau_h R_h. Loaded with `mtf_synthesizer.hf_tools.extensions.
+load_extension`; its imports are relative,
 so the same file runs beside a saved model's code.
 """
 
@@ -15,7 +16,7 @@ from .configuration_mtf_synthesizer import FunctionSettings
 from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerRandom
 
-register_function("tempered_random", FunctionSettings(), __file__)
+register_function("tempered_random", FunctionSettings())
 
 
 class MtfSynthesizerTemperedRandom(MtfSynthesizerRandom):

@@ -28,7 +28,7 @@ from typing import Callable, Iterator, List, Optional, Sequence
 
 import torch
 
-from workbench import torch_benchmark_models as bench_models
+from workbench.pytorch import models as bench_models
 
 # Calls of kernels inductor does not generate, in its generated code.
 _EXTERN_CALL = re.compile(

@@ -12,7 +12,7 @@ from typing import Any, Dict, Sequence
 import torch
 from torch import nn
 
-from workbench import torch_benchmark_models as bench_models
+from workbench.pytorch import models as bench_models
 
 # A forward matmul of 2 m n k FLOPs costs its backward 4 m n k: the
 # gradient of each operand is a matmul of the same size.

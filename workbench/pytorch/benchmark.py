@@ -48,14 +48,14 @@ The model code is loaded from the checkout by its path, without importing
 the `mtf_synthesizer` package (which imports TensorFlow): this module needs
 only torch and transformers, and runs on a machine without TensorFlow.
 
-The work is split by job: `torch_benchmark_models` (the dims, presets and
-settings, the variants, `build_model`), `torch_benchmark_measure` (a
-training step, a `generate()`, memory, saved activations, operator counts,
-the matmul peak), `torch_benchmark_flops` (a training step's FLOPs),
-`torch_benchmark_profile` (`torch.profiler`'s tables) and
-`torch_benchmark_report` (the report and its markdown); this module runs
-the rounds (`run`) and is the entry that tools/benchmark_torch.py and the
-tests use: the public names below are theirs.
+The work is split by job, each a module of `workbench/pytorch/`: `models`
+(the dims, presets and settings, the variants, `build_model`), `measure`
+(a training step, a `generate()`, memory, saved activations, operator
+counts, the matmul peak), `flops` (a training step's FLOPs), `profiling`
+(`torch.profiler`'s tables) and `report` (the report and its markdown);
+this module runs the rounds (`run`) and is the entry that
+tools/benchmark_torch.py and the tests use: the public names below are
+theirs.
 """
 
 import contextlib
@@ -65,11 +65,11 @@ from typing import (Any, Callable, ContextManager, Dict, List, Optional,
 
 import torch
 
-from workbench import torch_benchmark_flops as flops
-from workbench import torch_benchmark_measure as measure
-from workbench import torch_benchmark_models as bench_models
-from workbench import torch_benchmark_profile as profiling
-from workbench import torch_benchmark_report as reporting
+from workbench.pytorch import flops
+from workbench.pytorch import measure
+from workbench.pytorch import models as bench_models
+from workbench.pytorch import profiling
+from workbench.pytorch import report as reporting
 
 # The benchmark's public names, where tools and tests find them.
 T5 = bench_models.T5

@@ -16,7 +16,7 @@ benchmark's head width (64) run under the same restriction. The CPU has
 no such restriction (its kernels take no bias needing a gradient).
 
 Needs torch and transformers only (the model code is loaded by path, as
-`torch_benchmark` loads it).
+`models.load_model_code` loads it).
 """
 
 import contextlib
@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from workbench import torch_benchmark
+from workbench.pytorch import benchmark
 
 # float32 on both paths: the kernels sum in another order.
 TOLERANCE = 1e-4
@@ -67,7 +67,7 @@ def fused_kernels_only(device: torch.device):
 
 
 def _model(components, device, **fields):
-  modeling = torch_benchmark.load_model_code()
+  modeling = benchmark.load_model_code()
   settings = dict(vocab_size=96, d_model=64, d_kv=16, d_ff=128,
                   num_layers=2, num_heads=4, dropout_rate=0.0,
                   synthesizer_max_length=24, factorized_random_k=4,
@@ -99,7 +99,7 @@ def _batch(device, vocab, batch=3, inputs=20, targets=12):
 @contextlib.contextmanager
 def _narrow_values_fused_only(device: torch.device):
   """The model's kernels for narrower values without math, on CUDA."""
-  attention = torch_benchmark.load_model_code("attention")
+  attention = benchmark.load_model_code("attention")
   backends = attention.NARROW_VALUE_BACKENDS
   if device.type == "cuda":
     attention.NARROW_VALUE_BACKENDS = [
@@ -174,7 +174,7 @@ def check(device: torch.device,
   torch.backends.cudnn.allow_tf32 = False
   try:
     return [check_variant(label, components, device)
-            for label, components in torch_benchmark.variants()
+            for label, components in benchmark.variants()
             if not labels or label in labels]
   finally:
     (torch.backends.cuda.matmul.allow_tf32,
@@ -185,7 +185,7 @@ def markdown(results: List[Result], device: torch.device) -> str:
   """The results as a markdown table, the device named."""
   lines = ["Fused (sdpa) against eager on %s, float32: largest difference "
            "relative to the largest value (tolerance %g)." %
-           (torch_benchmark.device_name(device), TOLERANCE), "",
+           (benchmark.device_name(device), TOLERANCE), "",
            "| variant | logits | gradients | bf16 step, fused kernels | "
            "result |", "| --- | ---: | ---: | --- | --- |"]
   for r in results:

@@ -2,13 +2,13 @@
 # Licensed under the Apache License, Version 2.0.
 """The model card (README.md) of a saved or exported Synthesizer.
 
-`save_pretrained`, `mtf-synthesizer-export-hf` and `mtf-synthesizer-from-t5`
-write one into every model directory: the Hub's YAML metadata
-(`library_name`, `pipeline_tag`, tags, `base_model` for a model made from a
-T5, `license` where known), then which synthesizing functions the model
-composes, where its weights came from, how to load it and the paper to
-cite. A README.md that this module did not write (a user's own card) is
-never replaced.
+`saving.save_pretrained`, `mtf-synthesizer-export-hf` and
+`mtf-synthesizer-from-t5` write one into every model directory: the Hub's
+YAML metadata (`library_name`, `pipeline_tag`, tags, `base_model` for a
+model made from a T5, `license` where known), then which synthesizing
+functions the model composes, where its weights came from, how to load it
+and the paper to cite. A README.md that this module did not write (a
+user's own card) is never replaced.
 """
 
 import os

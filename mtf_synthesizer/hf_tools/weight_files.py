@@ -11,8 +11,9 @@ file and what is wrong with it: shorter than its header says (truncated),
 a header that is not safetensors', or a shard that is missing. The data
 bytes themselves are not read (safetensors keeps no checksum).
 
-Only the standard library is imported: this file is copied beside a saved
-model with the modeling code, which may call it.
+`from_t5` and `mtf-synthesizer-from-t5` check a T5 directory so; call
+`check_weights(path)` before `from_pretrained(path)` to have a broken file
+of a saved Synthesizer named. Only the standard library is imported.
 """
 
 import json

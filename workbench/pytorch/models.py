@@ -23,14 +23,15 @@ from typing import List, Optional, Tuple
 import torch
 import transformers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 # The files read by path (no package import: see the module's docstring).
 HF_MODEL_DIR = os.path.join(ROOT, "mtf_synthesizer", "hf_model")
 ATTENTIONS_FILE = os.path.join(ROOT, "mtf_synthesizer", "attentions.py")
 # Names under which they are registered in sys.modules (private: they never
 # shadow the installed package's modules).
-_HF_MODEL_MODULE = "_torch_benchmark_hf_model"
-_ATTENTIONS_MODULE = "_torch_benchmark_attentions"
+_HF_MODEL_MODULE = "_workbench_pytorch_hf_model"
+_ATTENTIONS_MODULE = "_workbench_pytorch_attentions"
 
 T5 = "T5"  # transformers' T5ForConditionalGeneration, the baseline
 V = "V"  # the dot-product variant
@@ -196,7 +197,7 @@ def load_model_code(module: str = "modeling"):
 
   Args:
     module: the file's job: "modeling" (its `MtfSynthesizerConfig` is
-      imported in it), "attention", "functions", "training".
+      imported in it), "attention", "functions", "loss", "checks".
 
   Returns:
     The module `<module>_mtf_synthesizer`.

@@ -18,8 +18,8 @@ import torch
 import transformers
 
 from workbench import checkout
-from workbench import torch_benchmark_measure as measure
-from workbench import torch_benchmark_models as bench_models
+from workbench.pytorch import measure
+from workbench.pytorch import models as bench_models
 
 MIB = 2**20
 
@@ -40,10 +40,10 @@ def make_report(entries: List[measure.Entry], dims: bench_models.Dims,
     rounds: the rounds run.
     device: where.
     command: the command line, or None.
-    peak: `torch_benchmark_measure.matmul_peak`'s, or None: no MFU.
+    peak: `measure.matmul_peak`'s, or None: no MFU.
 
   Returns:
-    The report: see `torch_benchmark.run`.
+    The report: see `benchmark.run`.
   """
   results = []
   for entry in entries:

@@ -12,8 +12,8 @@ from typing import Any, Callable, Dict
 
 import torch
 
-from workbench import torch_benchmark_measure as measure
-from workbench import torch_benchmark_models as bench_models
+from workbench.pytorch import measure
+from workbench.pytorch import models as bench_models
 
 # Rows of each profile's table.
 PROFILE_ROWS = 30

@@ -2,17 +2,17 @@
 # Licensed under the Apache License, Version 2.0.
 """A Synthesizer around the weights of a transformers T5 checkpoint.
 
-`from_t5` (also `MtfSynthesizerForConditionalGeneration.from_t5`) builds
-the Synthesizer of the chosen synthesizing functions at the T5's sizes and
-copies every T5 weight to the module of the same name: the model's names
-inside a stack are T5's, under `model.` (`lm_head` stays `lm_head`). The
-embeddings, norms, feed-forward kernels (`wi` for relu, `wi_0`/`wi_1` for
-gated activations), the relative position bias (T5 keeps one per stack, in
-block 0: `relative_attention_type="bias_shared"`), the cross-attention and
-the self-attention projections the target layer has are copied; T5 does
-not scale its queries at run time, nor does this model by default, so V
-computes T5's logits. The synthesizing functions' own weights (R, FR's
-R1/R2, D's and FD's layers, a mixture's logits) keep mesh's initializers.
+`from_t5` builds the Synthesizer of the chosen synthesizing functions at
+the T5's sizes and copies every T5 weight to the module of the same name:
+the model's names inside a stack are T5's, under `model.` (`lm_head` stays
+`lm_head`). The embeddings, norms, feed-forward kernels (`wi` for relu,
+`wi_0`/`wi_1` for gated activations), the relative position bias (T5
+keeps one per stack, in block 0: `relative_attention_type="bias_shared"`),
+the cross-attention and the self-attention projections the target layer
+has are copied; T5 does not scale its queries at run time, nor does this
+model by default, so V computes T5's logits. The synthesizing functions'
+own weights (R, FR's R1/R2, D's and FD's layers, a mixture's logits) keep
+mesh's initializers.
 
 A T5 weight with no module of its name raises `T5ConversionError` naming
 it, except the self-attention query and key kernels of a layer whose
@@ -22,14 +22,12 @@ are left out by the variant's design and reported (`ConversionInfo`).
 A T5 directory is checked before it is loaded: one that does not exist
 raises FileNotFoundError naming it (not transformers' "Repo id must be in
 the form ..."), a truncated or corrupted safetensors file `WeightsFileError`
-(weight_files_mtf_synthesizer.py) naming the file.
-
-Only torch, transformers and the standard library are imported: this file
-is copied beside a saved model with the rest of the model code.
+(`mtf_synthesizer/hf_tools/weight_files.py`) naming the file.
 """
 
 import copy
 import dataclasses
+import importlib
 import itertools
 import os
 import re
@@ -39,13 +37,14 @@ import torch
 from transformers import PreTrainedModel
 from transformers.utils import logging
 
-# pylint: disable=relative-beyond-top-level
-from .configuration_mtf_synthesizer import T5_MODEL_TYPES
-from .functions_mtf_synthesizer import MtfSynthesizerFunction
-from .weight_files_mtf_synthesizer import check_weights
-# pylint: enable=relative-beyond-top-level
+from mtf_synthesizer.hf_model import configuration_mtf_synthesizer
+from mtf_synthesizer.hf_model import modeling_mtf_synthesizer as modeling
+from mtf_synthesizer.hf_tools import misspellings
+from mtf_synthesizer.hf_tools.weight_files import check_weights
 
 logger = logging.get_logger(__name__)
+
+T5_MODEL_TYPES = configuration_mtf_synthesizer.T5_MODEL_TYPES
 
 # Config fields copied from T5's config (same names, same meaning).
 T5_FIELDS = ("vocab_size", "d_model", "d_kv", "d_ff", "num_layers",
@@ -233,9 +232,14 @@ def _synthesizer_own(model: torch.nn.Module) -> Set[str]:
   Those of each synthesizing function's module (`MtfSynthesizerFunction`,
   whichever functions the model code registers) and a mixture's logits.
   """
+  # The function class of the model code the model was built from (this
+  # package's, or a copy's).
+  package = type(model).__module__.rpartition(".")[0]
+  function_class = importlib.import_module(
+      package + ".functions_mtf_synthesizer").MtfSynthesizerFunction
   own = set()
   for prefix, module in model.named_modules():
-    if isinstance(module, MtfSynthesizerFunction):
+    if isinstance(module, function_class):
       own.update(prefix + "." + name for name, _ in itertools.chain(
           module.named_parameters(), module.named_buffers()))
   own.update(name for name, _ in model.named_parameters()
@@ -305,18 +309,16 @@ def copy_t5_weights(model: torch.nn.Module,
                         initialized_weights=initialized)
 
 
-def from_t5(model_class: type,
-            t5_model_or_path: Union[PreTrainedModel, str],
+def from_t5(t5_model_or_path: Union[PreTrainedModel, str],
             encoder_synthesizers: Optional[Sequence[str]] = None,
             decoder_synthesizers: Optional[Sequence[str]] = None,
             synthesizer_max_length: int = 512,
             output_loading_info: bool = False,
+            model_class: Optional[type] = None,
             **config_overrides) -> Any:
   """A Synthesizer with a transformers T5's weights.
 
   Args:
-    model_class: MtfSynthesizerForConditionalGeneration (its config class
-      builds the config).
     t5_model_or_path: a T5ForConditionalGeneration or
       MT5ForConditionalGeneration (T5, T5 v1.1, FLAN-T5, mT5, ByT5), or a
       path or Hub name `AutoModelForSeq2SeqLM.from_pretrained` loads as one.
@@ -328,9 +330,14 @@ def from_t5(model_class: type,
     synthesizer_max_length: N, the positions of R, FR, D and FD: the
       longest sequence a stack with them reads.
     output_loading_info: also return a `ConversionInfo`.
+    model_class: the class to build (its config class builds the config):
+      MtfSynthesizerForConditionalGeneration of this package's model code
+      (the default) or of a copy of it.
     **config_overrides: other MtfSynthesizerConfig fields (dropout_rate,
       z_loss, dense_hidden_size, factorized_random_k, ...); not the sizes
-      or the layout the T5 weights fix.
+      or the layout the T5 weights fix. A keyword close to one of the
+      Synthesizer's own fields is kept as an attribute, with a warning
+      naming the field.
 
   Returns:
     The model in eval mode and in the T5's dtype, or (model, ConversionInfo)
@@ -345,15 +352,23 @@ def from_t5(model_class: type,
       override that contradicts the T5.
     FileNotFoundError: a path to a directory that does not exist.
     WeightsFileError: a safetensors file of the T5 directory that is
-      truncated or corrupted (named; weight_files_mtf_synthesizer.py).
+      truncated or corrupted (named; weight_files.py).
   """
+  if model_class is None:
+    model_class = modeling.MtfSynthesizerForConditionalGeneration
+  config_class = model_class.config_class
+  for key in config_overrides:
+    close = misspellings.misspelled_field(key, config_class)
+    if close:
+      logger.warning("from_t5 got %r, which is no field of %s: did you mean "
+                     "%r? It is kept as an attribute and does nothing.",
+                     key, config_class.__name__, close)
   t5 = _load_t5(t5_model_or_path)
   scaled, tied = _scales_output(t5), _is_tied(t5)
   if scaled and not tied:
     raise T5ConversionError(
         "the T5 scales its decoder output but its lm_head.weight is not its "
         "embedding: the Synthesizer scales only a tied output layer")
-  config_class = model_class.config_class
   config = config_class(**config_fields(
       t5.config, encoder_synthesizers, decoder_synthesizers,
       synthesizer_max_length, scaled, config_overrides))

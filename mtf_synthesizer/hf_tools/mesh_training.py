@@ -1,73 +1,20 @@
 # Copyright 2026 The mtf_synthesizer Authors.
 # Licensed under the Apache License, Version 2.0.
-"""Training as mesh trains: its loss, Adafactor and learning-rate schedule."""
+"""Training a PyTorch Synthesizer as mesh trains: Adafactor and schedule.
 
-from typing import Dict, Optional, Tuple, Union
+`mesh_optimizer(model)` gives mesh's Adafactor (`MeshAdafactor`) and its
+learning-rate schedule (`mesh_learning_rate`); with mesh's loss
+normalization (`config.loss_denominator = "positions"`, the model's own
+loss) a model trains with mesh's losses from the same weights and batches
+(tests/test_torch_follows_mesh.py).
+"""
+
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import nn
 from transformers.optimization import Adafactor
 
-
-def mesh_loss(logits: torch.Tensor, labels: torch.Tensor, z_loss: float,
-              per_position: bool = False,
-              num_items_in_batch: Optional[Union[int, torch.Tensor]] = None
-              ) -> torch.Tensor:
-  """Cross entropy + z_loss * log(Z)^2 of the tokens (labels != -100).
-
-  mesh's loss (`softmax_cross_entropy_with_logits` with z_loss).
-
-  Args:
-    logits: [batch, length, vocab].
-    labels: [batch, length], -100 where ignored.
-    z_loss: the auxiliary loss's weight (0: plain cross entropy).
-    per_position: divide the sum by batch x length, as mesh does; else by
-      the tokens.
-    num_items_in_batch: divide the sum by this instead: the tokens of the
-      whole batch when this call sees a part of it (transformers' Trainer
-      with gradient accumulation); only with per_position False.
-
-  Returns:
-    A scalar.
-
-  Raises:
-    ValueError: num_items_in_batch with per_position.
-  """
-  if num_items_in_batch is not None and per_position:
-    raise ValueError(
-        "num_items_in_batch counts tokens; loss_denominator='positions' "
-        "divides by batch x length (mesh's): give one or the other")
-  if isinstance(num_items_in_batch, (int, float)) and num_items_in_batch <= 0:
-    raise ValueError("num_items_in_batch must be a count of tokens > 0, got "
-                     "%r" % (num_items_in_batch,))
-  positions = labels.numel()
-  logits = logits.float().reshape(-1, logits.shape[-1])
-  labels = labels.reshape(-1)
-  keep = labels != -100
-  # One pass over the vocabulary: cross entropy, then log(Z) from it and
-  # the label's logit (log Z = logit_y - log p_y = logit_y + xent).
-  try:
-    per_token = nn.functional.cross_entropy(
-        logits, labels, ignore_index=-100, reduction="none")
-  except IndexError:  # a CPU's report (CUDA's is a device-side assertion)
-    raise ValueError(
-        "labels hold an id outside the vocabulary [0, %d) (or -100: "
-        "ignored)" % logits.shape[-1]) from None
-  if z_loss:
-    log_z = logits.gather(1, labels.clamp(min=0)[:, None])[:, 0] + per_token
-    per_token = per_token + z_loss * (log_z.square() * keep)
-  total = per_token.sum()
-  if num_items_in_batch is not None:
-    if torch.is_tensor(num_items_in_batch):
-      num_items_in_batch = num_items_in_batch.to(total.device)
-    return total / num_items_in_batch
-  if per_position:
-    return total / positions
-  return total / keep.sum().clamp(min=1)
-
-
-# ---------------------------------------------------------------------------
-# Training as mesh trains: its Adafactor and learning-rate schedule.
 
 # mesh's AdafactorOptimizer factors the second moment of a variable whose two
 # largest dimensions are at least this long (T5's setting).
@@ -129,8 +76,7 @@ class MeshAdafactor(Adafactor):
   The learning rate comes from a schedule (`mesh_learning_rate`).
   """
 
-  def __init__(self, model: "MtfSynthesizerPreTrainedModel",
-               learning_rate: float = 1.0):
+  def __init__(self, model: nn.Module, learning_rate: float = 1.0):
     """Creates the optimizer over the model's trainable parameters.
 
     Args:
@@ -182,3 +128,30 @@ def mesh_learning_rate(step: int, total_steps: Optional[int] = None,
     rate *= min(1.0, (total_steps - step) /
                 (total_steps * linear_decay_fraction))
   return rate
+
+
+def mesh_optimizer(model: nn.Module, total_steps: Optional[int] = None,
+                   **schedule) -> Tuple[MeshAdafactor,
+                                        torch.optim.lr_scheduler.LambdaLR]:
+  """The optimizer and schedule that train a model as mesh trains it.
+
+  With them, set `config.loss_denominator = "positions"` (mesh's loss
+  normalization) and `config.dropout_rate` to the mesh run's: from the
+  same weights and batches, the losses are mesh's
+  (tests/test_torch_follows_mesh.py).
+
+  Args:
+    model: a PyTorch Synthesizer (any head).
+    total_steps: the training's steps (the schedule's linear decay).
+    **schedule: `mesh_learning_rate`'s other arguments (warmup_steps,
+      linear_decay_fraction, constant).
+
+  Returns:
+    (MeshAdafactor, its LambdaLR): step both after each batch, as
+    transformers' Trainer does with `optimizers=(optimizer, schedule)`.
+  """
+  optimizer = MeshAdafactor(model)
+  rate = torch.optim.lr_scheduler.LambdaLR(
+      optimizer, lambda step: mesh_learning_rate(step, total_steps,
+                                                 **schedule))
+  return optimizer, rate

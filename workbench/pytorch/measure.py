@@ -26,7 +26,7 @@ import transformers
 from torch.utils import _python_dispatch
 from transformers.modeling_outputs import BaseModelOutput
 
-from workbench import torch_benchmark_models as bench_models
+from workbench.pytorch import models as bench_models
 
 def resolve_device(device: Optional[str] = None) -> torch.device:
   """The device to measure on: `device`, or CUDA when present, else CPU."""

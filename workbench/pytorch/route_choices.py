@@ -30,7 +30,7 @@ returns its other outcome, nothing else:
 A case where the alternative changes nothing (V has no other route) is
 left out. Each pair is first checked to compute the same function in
 float32 (outputs, and every gradient where the situation trains), then
-timed in turns as `workbench.torch_cuda_choices` times its pairs: a
+timed in turns (`timed_pairs`), as `cuda_choices` times its pairs: a
 training situation's call is a forward and its backward, an inference
 situation's a forward under `torch.no_grad()`, both timed in float32 on
 any device (no autocast). A decoding step is one query against `length`
@@ -45,13 +45,16 @@ from unittest import mock
 
 import torch
 
-from workbench import torch_benchmark_models as bench_models
-from workbench import torch_cuda_choices as cuda_choices
+from workbench.pytorch import models as bench_models
+from workbench.pytorch import timed_pairs
 
 # The attention module's function each choice patches.
 TARGETS = {"routes": "plan_attention", "b2_rule": "key_bias_as_column",
            "shared_softmax": "synthesized_attention_forward",
            "values_apart": "_kernel_layout"}
+# The choices, each against its other outcome for every variant and
+# situation (named, not run by default: `choices.DEFAULT`).
+CHOICES = tuple(TARGETS)
 # A padded position's additive mask.
 MASKED = -1e9
 
@@ -223,14 +226,13 @@ class _Call:
         self.layer.parameters()) if x.requires_grad]
 
 
-def _make_call(dims: cuda_choices.Dims, device: torch.device,
+def _make_call(dims: timed_pairs.Dims, device: torch.device,
                functions: Tuple[str, ...], situation: Situation) -> _Call:
   """A layer of `functions` and the inputs `situation` gives it."""
   functions_module = bench_models.load_model_code("functions")
   torch.manual_seed(0)
-  layer = cuda_choices.initialized_layer(
-      cuda_choices._config(dims, functions),  # pylint: disable=protected-access
-      functions, device)
+  layer = timed_pairs.initialized_layer(
+      timed_pairs.layer_config(dims, functions), functions, device)
   layer.train(situation.training)
   s = dims.length
   t = 1 if situation.one_query else s
@@ -258,10 +260,10 @@ def _grads(out: torch.Tensor, inputs: List[torch.Tensor],
           for x, g in zip(inputs, grads)]
 
 
-def compare_case(choice: str, dims: cuda_choices.Dims, device: torch.device,
+def compare_case(choice: str, dims: timed_pairs.Dims, device: torch.device,
                  label: str, functions: Tuple[str, ...],
                  situation: Situation, rounds: int,
-                 repeats: int) -> Optional[cuda_choices.Comparison]:
+                 repeats: int) -> Optional[timed_pairs.Comparison]:
   """One variant's call in one situation: the model's way and the other.
 
   Args:
@@ -271,15 +273,15 @@ def compare_case(choice: str, dims: cuda_choices.Dims, device: torch.device,
     label: the variant's label.
     functions: its synthesizing functions.
     situation: the call.
-    rounds: `time_pair`'s.
-    repeats: `time_pair`'s.
+    rounds: `timed_pairs.time_pair`'s.
+    repeats: `timed_pairs.time_pair`'s.
 
   Returns:
     The Comparison (its case: "variant, situation: the model's way vs the
     alternative"), or None where the alternative changes nothing.
   """
   attention = bench_models.load_model_code("attention")
-  difference = cuda_choices._difference  # pylint: disable=protected-access
+  difference = timed_pairs.difference
   alternative = _Alternative(attention, choice)
   call = _make_call(dims, device, functions, situation)
 
@@ -290,7 +292,7 @@ def compare_case(choice: str, dims: cuda_choices.Dims, device: torch.device,
   other = alternative_call()
   if alternative.ways is None:
     return None
-  result = cuda_choices.Comparison(choice, "%s, %s: %s vs %s" % (
+  result = timed_pairs.Comparison(choice, "%s, %s: %s vs %s" % (
       (label, situation.label) + alternative.ways))
   model = call()
   if situation.training:
@@ -306,7 +308,7 @@ def compare_case(choice: str, dims: cuda_choices.Dims, device: torch.device,
   else:
     result.difference = difference([other], [model])
     calls = {"model": call, "alternative": alternative_call}
-  times = cuda_choices.time_pair(calls, device, rounds, repeats)
+  times = timed_pairs.time_pair(calls, device, rounds, repeats)
   for x in call.inputs():
     x.grad = None
   result.model_ms = 1e3 * times["model"]
@@ -314,19 +316,19 @@ def compare_case(choice: str, dims: cuda_choices.Dims, device: torch.device,
   return result
 
 
-def compare(choice: str, dims: cuda_choices.Dims, device: torch.device,
+def compare(choice: str, dims: timed_pairs.Dims, device: torch.device,
             rounds: int, repeats: int,
             variants: Optional[List[Tuple[str, Tuple[str, ...]]]] = None,
             situations: Tuple[Situation, ...] = SITUATIONS
-            ) -> List[cuda_choices.Comparison]:
+            ) -> List[timed_pairs.Comparison]:
   """Every variant's and situation's comparison where the choice is open.
 
   Args:
     choice: a key of TARGETS.
     dims: the sizes.
     device: where.
-    rounds: `time_pair`'s.
-    repeats: `time_pair`'s.
+    rounds: `timed_pairs.time_pair`'s.
+    repeats: `timed_pairs.time_pair`'s.
     variants: [(label, functions)]; default: the attention table's.
     situations: the calls.
 
