@@ -13,7 +13,8 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
                   1-8), SynthesizerAttention, the NumPy reference
   ops/            the mtf operations with their gradients, each once
   baselines/      the attentions the paper compares against
-  checkpoints/    variable names; starting from T5; the original release
+  checkpoints/    variable names; starting from T5; the original release;
+                  TensorFlow's checkpoint files read without TensorFlow
   training/       the lean Adafactor, deterministic steps, summaries
   mtf_model.py    T5's Python API (MtfModel) with a variant
   stock_cli/      what the stock t5_mesh_transformer runs at start-up
@@ -28,10 +29,10 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   gin/            the gin files (installed from the checkout's gin/)
 
 Which part needs which framework: `attentions`, `stock_cli/gin_path`,
-`hf_model/` and `hf_tools/` (torch and transformers) and the commands'
-argument parsing
-import no TensorFlow, so `import mtf_synthesizer.hf_model` loads neither
-TensorFlow nor mesh-tensorflow. The mesh layers (and their gin names) are
+`hf_model/` and `hf_tools/` (torch and transformers), `checkpoints/tf_format`
+(NumPy, ml_dtypes, protobuf) and the commands' argument parsing import no
+TensorFlow, so `import mtf_synthesizer.hf_model` loads neither TensorFlow
+nor mesh-tensorflow. The mesh layers (and their gin names) are
 imported as soon as both this package and `mesh_tensorflow.transformer` are,
 in either order: at once when mesh is already imported (the stock CLI has
 imported it before `--module_import` is read), or by the start-up hook when
@@ -59,6 +60,9 @@ gin.add_config_file_search_path(GIN_DIR)
 # of theirs by name, and the module that is it (or holds it).
 _LAYERS = {
     "checkpoints": "mtf_synthesizer.checkpoints",
+    # init_from_t5.gin's names (`mtf_synthesizer.vanilla_to_synthesizer`).
+    "vanilla_to_synthesizer": "mtf_synthesizer.checkpoints.from_t5",
+    "restore_with_casts": "mtf_synthesizer.checkpoints.from_t5",
     "encoder_classifier": "mtf_synthesizer.baselines.encoder_classifier",
     "linformer": "mtf_synthesizer.baselines.linformer",
     "local_attention": "mtf_synthesizer.baselines.local_attention",

@@ -155,6 +155,8 @@ PYTHON_RUN_ELSEWHERE = {
     ("docs/export.md", "mesh_optimizer(model"): "test_hf_export.py",
     ("docs/export.md", "model, info = from_t5("): "test_from_t5_command.py",
     ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
+    ("docs/export.md", "tf_format.load_checkpoint("):
+        "test_tf_checkpoint_reader.py",
 }
 
 

@@ -4,7 +4,9 @@
 
 In fresh interpreters: the PyTorch model (`mtf_synthesizer.hf_model`) and
 the tools around it (`mtf_synthesizer.hf_tools`) load neither TensorFlow
-nor mesh-tensorflow; the mesh layers register their gin
+nor mesh-tensorflow; the checkpoint reader
+(`mtf_synthesizer.checkpoints.tf_format`, for the JAX side) loads neither,
+nor torch nor jax; the mesh layers register their gin
 names once both the package and `mesh_tensorflow.transformer` are imported,
 in either order (`mtf_synthesizer/__init__.py`, `_mtf_synthesizer_hooks.py`).
 The stock CLI with `--module_import=mtf_synthesizer` is the first order;
@@ -73,6 +75,17 @@ def test_pytorch_model_imports_no_tensorflow_nor_mesh():
 def test_mesh_layers_register_with_mesh_in_either_order(order):
   assert _result(MESH_SIDE, order) == {"gin": [True] * 3,
                                        "bound": [True] * 3}
+
+
+def test_checkpoint_reader_imports_no_framework():
+  frameworks = FRAMEWORKS + ("torch", "jax")
+  code = ("import json, sys\n"
+          "import mtf_synthesizer.checkpoints.tf_format\n"
+          "from mtf_synthesizer.checkpoints import tf_format\n"
+          "tf_format.CheckpointReader, tf_format.load_checkpoint\n"
+          "print('RESULT ' + json.dumps(sorted(m for m in %r "
+          "if m in sys.modules)))" % (frameworks,))
+  assert _result(code) == []
 
 
 def test_package_alone_imports_no_tensorflow():

@@ -10,26 +10,35 @@
   * `release`: the original release's `synthesize_mode` strings and its
     variables under this package's names;
   * `release_checkpoint`: converting a release checkpoint's files
-    (`mtf-synthesizer-convert-release-checkpoint`).
+    (`mtf-synthesizer-convert-release-checkpoint`);
+  * `tf_format`: TensorFlow's checkpoint files read without TensorFlow
+    (NumPy, ml_dtypes and protobuf only), for the JAX side.
 
 `mtf_synthesizer.checkpoints.vanilla_to_synthesizer` and the other names
-of `from_t5` are also read here, where gin files and users found them.
+of `from_t5` are also read here, where gin files and users found them;
+they are imported on first use, so that importing this package (for
+`tf_format`) imports no TensorFlow.
 """
 
-# pylint: disable=g-importing-member
-from mtf_synthesizer.checkpoints import from_t5
-from mtf_synthesizer.checkpoints.from_t5 import ALLOW_FRESH
-from mtf_synthesizer.checkpoints.from_t5 import candidate_names
-from mtf_synthesizer.checkpoints.from_t5 import checkpoint_index
-from mtf_synthesizer.checkpoints.from_t5 import checkpoint_name
-from mtf_synthesizer.checkpoints.from_t5 import is_synthesizer_only
-from mtf_synthesizer.checkpoints.from_t5 import LOG_PREFIX
-from mtf_synthesizer.checkpoints.from_t5 import MAPPING
-from mtf_synthesizer.checkpoints.from_t5 import plan
-from mtf_synthesizer.checkpoints.from_t5 import Resolution
-from mtf_synthesizer.checkpoints.from_t5 import resolve
-from mtf_synthesizer.checkpoints.from_t5 import RESTORE
-from mtf_synthesizer.checkpoints.from_t5 import restore_with_casts
-from mtf_synthesizer.checkpoints.from_t5 import summary
-from mtf_synthesizer.checkpoints.from_t5 import vanilla_to_synthesizer
-from mtf_synthesizer.checkpoints.names import norm_aliases
+import importlib
+
+# The names of `from_t5` read here, imported on first use: `from_t5` imports
+# TensorFlow, and `tf_format` must be importable without it.
+_FROM_T5 = ("ALLOW_FRESH", "candidate_names", "checkpoint_index",
+            "checkpoint_name", "is_synthesizer_only", "LOG_PREFIX", "MAPPING",
+            "plan", "Resolution", "resolve", "RESTORE", "restore_with_casts",
+            "summary", "vanilla_to_synthesizer")
+
+
+# Submodules that this package's attributes reach (`checkpoints.from_t5`).
+_SUBMODULES = ("from_t5", "names", "release")
+
+
+def __getattr__(name):
+  if name in _SUBMODULES:
+    return importlib.import_module(__name__ + "." + name)
+  if name in _FROM_T5:
+    return getattr(importlib.import_module(__name__ + ".from_t5"), name)
+  if name == "norm_aliases":
+    return importlib.import_module(__name__ + ".names").norm_aliases
+  raise AttributeError("module %r has no attribute %r" % (__name__, name))
