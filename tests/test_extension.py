@@ -71,7 +71,6 @@ def _define_mesh_function():
 def _forget(configuration, functions):
   """Removes the extension from one copy of the model code's registries."""
   configuration.FUNCTION_SETTINGS.pop(NAME, None)
-  extensions.EXTENSION_FILES.pop(NAME, None)
   functions.FUNCTIONS.pop(NAME, None)
 
 
@@ -90,6 +89,7 @@ def extension():
     yield copy
   finally:
     synthesizers.BY_NAME.pop(NAME, None)
+    extensions.EXTENSION_FILES.pop(NAME, None)
     for module in (installed, copied):
       package = module.__name__.rpartition(".")[0]
       sys.modules.pop(module.__name__, None)

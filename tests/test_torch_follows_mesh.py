@@ -9,7 +9,7 @@ weights are saved and exported. mesh trains it STEPS steps with its
 AdafactorOptimizer and `learning_rate_schedule_noam` (T5's defaults, z_loss
 1e-4, no dropout) on fixed batches; the export, loaded by transformers,
 trains on the same batches with docs/export.md's recipe,
-`mesh_training.mesh_optimizer(model)` and mesh's loss normalization
+`mesh_optimizer(model)` and mesh's loss normalization
 (`loss_denominator="positions"`).
 Each step's loss must agree within LOSS_TOLERANCE (relative).
 
@@ -61,7 +61,7 @@ pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 # pylint: disable-next=g-import-not-at-top,wrong-import-position
-from mtf_synthesizer.hf_tools import mesh_training
+from mtf_synthesizer.hf_tools.mesh_training import mesh_optimizer
 
 VOCAB = 384
 LENGTH = 16
@@ -195,7 +195,7 @@ def torch_training(export_dir):
       export_dir, trust_remote_code=True)
   model.config.loss_denominator = "positions"
   model.train()
-  optimizer, schedule = mesh_training.mesh_optimizer(model, total_steps=STEPS)
+  optimizer, schedule = mesh_optimizer(model, total_steps=STEPS)
   losses = []
   for inputs, targets in _batches():
     labels = torch.tensor(targets, dtype=torch.long)

@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 import types
-from typing import Dict, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 # The package of the model code that extensions join by default.
 MODEL_PACKAGE = "mtf_synthesizer.hf_model"
@@ -71,7 +71,32 @@ def load_extension(path: str,
   return module
 
 
-def write_extensions(directory: str, names: Sequence[str]) -> Tuple[str, ...]:
+def model_extension_files(model: Any) -> Dict[str, str]:
+  """The source file of each function from outside the package a model has.
+
+  Read from the model's own code: the module of each synthesizing
+  function's class that is not the model code's functions module (for a
+  model loaded with `trust_remote_code`, the copy beside its code).
+
+  Args:
+    model: a PyTorch Synthesizer.
+
+  Returns:
+    Function name -> its module's file.
+  """
+  package = type(model).__module__.rpartition(".")[0]
+  functions = importlib.import_module(package + ".functions_mtf_synthesizer")
+  found = {}
+  for name, cls in functions.FUNCTIONS.items():
+    module = sys.modules.get(cls.__module__)
+    if module is not functions and getattr(module, "__file__", None):
+      found[name] = os.path.abspath(module.__file__)
+  return found
+
+
+def write_extensions(directory: str, names: Sequence[str],
+                     sources: Optional[Mapping[str, str]] = None
+                    ) -> Tuple[str, ...]:
   """Copies the modules of the extensions among `names` beside a model.
 
   Writes `directory`'s extensions_mtf_synthesizer.py with a relative import
@@ -81,11 +106,14 @@ def write_extensions(directory: str, names: Sequence[str]) -> Tuple[str, ...]:
   Args:
     directory: a saved or exported model's folder (its model code there).
     names: the synthesizing functions the model uses.
+    sources: function name -> its module's file (`model_extension_files`);
+      default those `load_extension` loaded (`EXTENSION_FILES`).
 
   Returns:
     The modules written, file names without ".py".
   """
-  files = sorted({EXTENSION_FILES[n] for n in names if n in EXTENSION_FILES})
+  sources = EXTENSION_FILES if sources is None else sources
+  files = sorted({sources[n] for n in names if n in sources})
   modules = tuple(os.path.splitext(os.path.basename(f))[0] for f in files)
   if not files:
     return modules

@@ -76,7 +76,8 @@ def save_pretrained(model: PreTrainedModel, save_directory: Any,
   directory = os.fspath(save_directory)
   config = model.config
   extensions.write_extensions(
-      directory, config.encoder_synthesizers + config.decoder_synthesizers)
+      directory, config.encoder_synthesizers + config.decoder_synthesizers,
+      extensions.model_extension_files(model))
   if source is None:
     loaded_from = config.name_or_path
     source = ("saved by save_pretrained from a model loaded from %s" %
