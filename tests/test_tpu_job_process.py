@@ -49,7 +49,10 @@ _DRIVER = textwrap.dedent("""
       return original_run(command, **kwargs)
 
     runner.run = run
-    sys.exit(tpu_job.main(sys.argv[3:]))
+    status = tpu_job.main(sys.argv[3:])
+    print("tool at exit: " + ("TensorFlow" if "tensorflow" in sys.modules
+                              else "no TensorFlow"), flush=True)
+    sys.exit(status)
 """)
 
 _FAKE_CLI = textwrap.dedent("""\
@@ -99,6 +102,7 @@ def test_every_command_the_tool_starts_gets_the_tpu(vm):
   assert proc.stdout.count("tool: no TensorFlow, no lock") == 2
   assert proc.stdout.count("command got the TPU: --tpu=local") == 2
   assert "already in use" not in proc.stderr
+  assert "tool at exit: no TensorFlow" in proc.stdout
 
 
 def test_a_named_pod_with_the_switch_passes_and_is_warned(vm):
