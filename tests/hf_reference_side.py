@@ -96,11 +96,11 @@ def layer_difference(modeling, reference, names):
   for causal in (False, True):
     t = x.shape[1]
     positions = modeling.Positions(0, t, t)
-    bias = None
+    mask = None
     if causal:
-      bias = torch.triu(torch.full((t, t), modeling.MASKED), 1)[None, None]
+      mask = torch.ones(t, t, dtype=torch.bool).tril()[None, None]
     with torch.no_grad():
-      ours = attention(x, bias, positions)[0].double().numpy()
+      ours = attention(x, None, positions, mask=mask)[0].double().numpy()
     expected = reference.layer_output(
         names, variables, x.double().numpy(), HEADS, D_KV, causal=causal)
     worst = max(worst, float(np.abs(ours - expected).max() /

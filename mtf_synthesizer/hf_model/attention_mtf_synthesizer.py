@@ -7,11 +7,12 @@ function contributes either query and key columns whose product is its
 logits (V: the layer's Q and K; D: relu(W1 X + b1) and W2^T, its b2 a bias
 per key; FR: R1's and R2's rows), put side by side so that the kernel's
 Q K^T is the mixture (eq. 8), or its logits, which join an additive bias
-with the relative position bias and the masks (both computed once per
-stack). Where some function gives columns, one call of transformers'
-attention interface (`config._attn_implementation`: "eager", the readable
-reference, which writes the logits, or "sdpa", fused) then computes
-softmax(Q K^T + bias) G(X) (eq. 3) before W_o. Where none does (R, Fix,
+with the relative position bias (computed once per stack, with a boolean
+mask that selects from the sum last: `masked_bias`). Where some function
+gives columns, one call of transformers' attention interface
+(`config._attn_implementation`: "eager", the readable reference, which
+writes the logits, or "sdpa", fused) then computes softmax(Q K^T + bias)
+G(X) (eq. 3) before W_o. Where none does (R, Fix,
 FD, and under the eager kernel or in a decoding step D and FR), the layer
 takes the bias's softmax itself (`Route.SOFTMAX_OF_BIAS`, once for the
 batch where the batch shares the bias), or, on CUDA with a bias per
@@ -61,14 +62,16 @@ def eager_attention_forward(
     scaling: float = 1.0, dropout: float = 0.0,
     position_bias: Optional[torch.Tensor] = None,
     **kwargs) -> Tuple[torch.Tensor, torch.Tensor]:
-  """softmax(Q K^T * scaling + bias + mask) V, the logits in float32.
+  """softmax(Q K^T * scaling + bias, masked) V, the logits in float32.
 
   Args:
     module: the attention layer (num_key_value_groups).
     query: [batch, heads, t, d_kv].
     key: [batch, memory_heads, s, d_kv].
     value: [batch, memory_heads, s, d_kv].
-    attention_mask: additive, broadcastable to [batch, heads, t, s].
+    attention_mask: boolean, True where a key may be attended to (the
+      model's masks: selected after the sum, `masked_bias`), or additive;
+      broadcastable to [batch, heads, t, s].
     scaling: multiplies Q K^T.
     dropout: on the attention weights.
     position_bias: additive, like attention_mask.
@@ -84,7 +87,9 @@ def eager_attention_forward(
   logits = torch.matmul(query, key.transpose(-1, -2)).float() * scaling
   if position_bias is not None:
     logits = logits + position_bias.float()
-  if attention_mask is not None:
+  if attention_mask is not None and attention_mask.dtype == torch.bool:
+    logits = masked_bias(logits, attention_mask, torch.float32)
+  elif attention_mask is not None:
     logits = logits + attention_mask.float()
   weights = torch.softmax(logits, dim=-1).to(value.dtype)
   weights = nn.functional.dropout(weights, p=dropout,
@@ -202,18 +207,22 @@ class MtfSynthesizerAttention(nn.Module):
               positions: Optional[Positions] = None,
               key_value_states: Optional[torch.Tensor] = None,
               past_key_values: Optional[Cache] = None,
-              output_attentions: bool = False
+              output_attentions: bool = False,
+              mask: Optional[torch.Tensor] = None
               ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """Attends: Y = softmax(sum_f alpha_f S_f + bias) G(X) W_o.
+    """Attends: Y = softmax(sum_f alpha_f S_f + bias, masked) G(X) W_o.
 
     Args:
       hidden: the normalized layer input [batch, t, d_model].
-      bias: additive: masks and relative position bias, broadcastable to
-        [batch, heads, t, s]; None: nothing masked.
+      bias: additive, without the masks: the relative position bias,
+        broadcastable to [batch, heads, t, s]; or None.
       positions: the positions (self-attention with synthesizing functions).
       key_value_states: the encoder output (cross-attention).
       past_key_values: the cache (DynamicCache or EncoderDecoderCache).
       output_attentions: return the attention weights (the eager kernel).
+      mask: boolean, True where a key may be attended to, broadcastable to
+        [batch, heads, t, s]; None: nothing masked. Applied once the bias
+        and the synthesized logits are summed (`masked_bias`).
 
     Returns:
       ([batch, t, d_model], the weights [batch, heads, t, s] or None).
@@ -241,17 +250,21 @@ class MtfSynthesizerAttention(nn.Module):
     in_bias = self.bias_functions[layout.bias_gradient]
     bias = _add_logits(bias, contributions, in_bias, inputs, projections)
     if not eager:
-      layout = _kernel_layout(hidden.is_cuda, bias is not None)
+      layout = _kernel_layout(hidden.is_cuda,
+                              bias is not None or mask is not None)
     plan = plan_attention(
         functions, in_bias, layout, one_query=t == 1,
         bias_needs_grad=bias is not None and bias.requires_grad,
-        bias_per_example=bias is not None and bias.shape[0] > 1)
+        bias_per_example=any(x is not None and x.shape[0] > 1
+                             for x in (bias, mask)))
     bias = _add_logits(bias, contributions, plan.logits, inputs,
                        projections)
     dropout = self.dropout if self.training else 0.0
     logits = in_bias | plan.logits
     columns = [(f, s) for f, s in contributions if f.name not in logits]
     if plan.route is Route.SOFTMAX_OF_BIAS:
+      # The softmax is float32's, and so is the floor.
+      bias = masked_bias(_cast(bias, torch.float32), mask, torch.float32)
       if output_attentions:
         # Each example's weights (a table's are shared by the batch).
         bias = bias.expand(b, self.num_heads, t, bias.shape[-1])
@@ -260,8 +273,9 @@ class MtfSynthesizerAttention(nn.Module):
     else:
       query, key, values, bias, module = _side_by_side(
           self, columns, inputs, projections, values, bias, layout,
-          zero=plan.route is Route.ZERO_COLUMNS)
-      out, weights = _attend(module, query, key, values, bias,
+          zero=plan.route is Route.ZERO_COLUMNS,
+          has_mask=mask is not None)
+      out, weights = _attend(module, query, key, values, bias, mask,
                              implementation, dropout, self.d_kv)
     if torch.compiler.is_exporting():
       # The ONNX exporter keeps SDPA whole: its output's strides change
@@ -335,7 +349,7 @@ class MtfSynthesizerAttention(nn.Module):
     return keys, values
 
 def _side_by_side(layer, columns, inputs, projections, values, bias,
-                  layout, zero):
+                  layout, zero, has_mask=False):
   """The kernel's query and key: the functions' columns side by side.
 
   Zero columns change no logit: they pad the widths to the kernel's
@@ -350,6 +364,8 @@ def _side_by_side(layer, columns, inputs, projections, values, bias,
     bias: the additive bias, or None.
     layout: the kernel's layout.
     zero: start from zero columns (`Route.ZERO_COLUMNS`).
+    has_mask: the call masks keys: the kernel gets an additive bias even
+      where `bias` is None.
 
   Returns:
     (query, key, values, bias, the layer as the kernel sees it).
@@ -369,7 +385,7 @@ def _side_by_side(layer, columns, inputs, projections, values, bias,
       key_biases.append(key_bias)
   for key_bias in key_biases:  # [1|b, heads, s]
     if key_bias_as_column(
-        layout, has_bias=bias is not None,
+        layout, has_bias=bias is not None or has_mask,
         bias_needs_grad=bias is not None and bias.requires_grad,
         key_bias_needs_grad=(torch.is_grad_enabled() and
                              key_bias.requires_grad)):
@@ -377,7 +393,8 @@ def _side_by_side(layer, columns, inputs, projections, values, bias,
                                          hidden.shape[1], 1))
       key_parts.append(key_bias[..., None])
     else:
-      bias = bias + key_bias[:, :, None, :]
+      key_bias = key_bias[:, :, None, :]
+      bias = key_bias if bias is None else bias + key_bias
   module = layer
   if layer.num_key_value_groups > 1 and any(
       k.shape[1] != layer.memory_heads for k in key_parts):
@@ -398,7 +415,7 @@ def _side_by_side(layer, columns, inputs, projections, values, bias,
           _pad_width(values, value_width), bias, module)
 
 
-def _attend(module, query, key, values, bias, implementation, dropout,
+def _attend(module, query, key, values, bias, mask, implementation, dropout,
             d_kv) -> Tuple[torch.Tensor, torch.Tensor]:
   """One call of the attention interface: softmax(Q K^T + bias) V.
 
@@ -408,6 +425,7 @@ def _attend(module, query, key, values, bias, implementation, dropout,
     key: [batch, heads or memory_heads, s, c].
     values: [batch, heads or memory_heads, s, c_v].
     bias: additive, or None.
+    mask: boolean, True where a key may be attended to, or None.
     implementation: the attention interface's name.
     dropout: on the attention weights.
     d_kv: the head width of the output.
@@ -426,7 +444,10 @@ def _attend(module, query, key, values, bias, implementation, dropout,
     # cuDNN's kernel accepts narrower values and then fails: not offered.
     context = torch.nn.attention.sdpa_kernel(NARROW_VALUE_BACKENDS)
   with context:
-    out, weights = interface(module, query, key, values, None,
+    # The boolean mask and the bias apart, as T5 passes them: the kernel
+    # masks their sum (`masked_bias`; transformers' sdpa integration,
+    # `create_position_bias_mask`, at the minimum of the keys' dtype).
+    out, weights = interface(module, query, key, values, mask,
                              dropout=dropout, scaling=1.0,
                              position_bias=bias, is_causal=False)
   if out.shape[-1] != d_kv:
@@ -434,6 +455,50 @@ def _attend(module, query, key, values, bias, implementation, dropout,
   return out, weights
 
 
+
+
+def masked_bias(bias: Optional[torch.Tensor], mask: Optional[torch.Tensor],
+                dtype: torch.dtype) -> Optional[torch.Tensor]:
+  """The bias where a key may be attended to, the dtype's minimum elsewhere.
+
+  The masks are applied once, after the relative bias and the synthesized
+  logits are summed, by selecting (`torch.where`) rather than adding, as
+  transformers' sdpa integration joins a boolean mask and T5's position
+  bias (`create_position_bias_mask`), which the sdpa kernel's calls use;
+  this serves the eager kernel and the bias's softmax:
+
+  - A masked logit is exactly `torch.finfo(dtype).min`, whatever the sum
+    there: a row with every key masked (a left-padded query) is uniform
+    and finite in that dtype, never NaN. A mask added to a sum (or a sum
+    added to a mask) would leave the dtype once a row's logits sit below
+    zero (float16: R's table at -40 puts the row past -65504, which is
+    -inf there).
+  - The gradient of every term at a masked position is exactly zero, by
+    the selection. A sum clamped to the floor (`(bias + mask).clamp(
+    min=floor)`) instead passes the gradient of a masked position where
+    the rounded sum ties with the floor (`floor + x == floor` for small
+    x): whether it ties depends on how the sum is rounded, so a compiler
+    that orders or contracts the arithmetic otherwise (inductor's C++
+    kernels) trains the relative bias on another gradient.
+
+  Args:
+    bias: the summed additive bias, or None: in `dtype` or a wider one
+      (float32), which holds that floor.
+    mask: boolean, True where a key may be attended to, or None.
+    dtype: the narrowest dtype the masked bias meets on its way into the
+      kernel (the one it is cast to, or autocast's).
+
+  Returns:
+    The masked bias (the bias's dtype, or `dtype` where only a mask is
+    given), or `bias` where there is no mask.
+  """
+  if mask is None:
+    return bias
+  floor = torch.finfo(dtype).min
+  if bias is None:
+    return torch.zeros(mask.shape, dtype=dtype,
+                       device=mask.device).masked_fill(~mask, floor)
+  return torch.where(mask, bias, floor)
 
 
 def dot_product_only() -> Tuple[str, ...]:

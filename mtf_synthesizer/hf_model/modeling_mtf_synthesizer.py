@@ -28,10 +28,12 @@ imports.
 
 Initialization is mesh's (`_init_weights`): a model from a config trains
 from scratch as the mesh model would. Masks follow mesh: without an
-attention mask, token id 0 marks the inputs' padding. A masked logit gets
-the bias `torch.finfo(dtype).min` of the model's dtype, as transformers'
-masks do (mesh's -1e9 is -inf in float16, and a row with nothing to attend
-to would be NaN), and sums of biases are clamped to it.
+attention mask, token id 0 marks the inputs' padding. The masks are
+boolean, applied once the biases and synthesized logits are summed: a
+masked logit is `torch.finfo(dtype).min` of the dtype the kernel computes
+in, as transformers' masks (mesh's -1e9 is -inf in float16, and a row with
+nothing to attend to would be NaN; `attention_mtf_synthesizer.masked_bias`
+says why it is selected rather than added).
 """
 
 import copy
@@ -86,10 +88,6 @@ from .functions_mtf_synthesizer import Positions
 from .functions_mtf_synthesizer import _linear
 from .loss_mtf_synthesizer import mesh_loss
 # pylint: enable=relative-beyond-top-level,unused-import
-
-# mesh's attention bias for a position that may not be attended to; the
-# model's masks use its dtype's minimum instead (`_floor`).
-MASKED = -1e9
 
 class MtfSynthesizerRMSNorm(T5LayerNorm):
   """T5's norm, mesh's too: x rsqrt(mean(x^2) + epsilon) weight.
@@ -148,10 +146,12 @@ class MtfSynthesizerLayerSelfAttention(nn.Module):
                                             config.layer_norm_epsilon)
     self.dropout = nn.Dropout(config.dropout_rate)
 
-  def forward(self, x, bias, positions, past_key_values, output_attentions):
+  def forward(self, x, bias, mask, positions, past_key_values,
+              output_attentions):
     y, weights = self.SelfAttention(
         self.layer_norm(x), bias, positions,
-        past_key_values=past_key_values, output_attentions=output_attentions)
+        past_key_values=past_key_values, output_attentions=output_attentions,
+        mask=mask)
     return x + self.dropout(y), weights
 
 
@@ -166,10 +166,11 @@ class MtfSynthesizerLayerCrossAttention(nn.Module):
                                             config.layer_norm_epsilon)
     self.dropout = nn.Dropout(config.dropout_rate)
 
-  def forward(self, x, memory, bias, past_key_values, output_attentions):
+  def forward(self, x, memory, mask, past_key_values, output_attentions):
     y, weights = self.EncDecAttention(
-        self.layer_norm(x), bias, key_value_states=memory,
-        past_key_values=past_key_values, output_attentions=output_attentions)
+        self.layer_norm(x), None, key_value_states=memory,
+        past_key_values=past_key_values, output_attentions=output_attentions,
+        mask=mask)
     return x + self.dropout(y), weights
 
 
@@ -201,13 +202,13 @@ class MtfSynthesizerBlock(GradientCheckpointingLayer):
       self.layer.append(MtfSynthesizerLayerCrossAttention(config, layer_idx))
     self.layer.append(MtfSynthesizerLayerFF(config))
 
-  def forward(self, x, bias, positions, memory=None, cross_bias=None,
+  def forward(self, x, bias, mask, positions, memory=None, cross_mask=None,
               past_key_values=None, output_attentions=False):
-    x, self_weights = self.layer[0](x, bias, positions, past_key_values,
-                                    output_attentions)
+    x, self_weights = self.layer[0](x, bias, mask, positions,
+                                    past_key_values, output_attentions)
     cross_weights = None
     if self.is_decoder:
-      x, cross_weights = self.layer[1](x, memory, cross_bias,
+      x, cross_weights = self.layer[1](x, memory, cross_mask,
                                        past_key_values, output_attentions)
     return self.layer[-1](x), self_weights, cross_weights
 
@@ -543,51 +544,49 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     return Positions(start, t, s, position_ids.long(), memory), position_ids
 
   def _self_attention_biases(self, query: torch.Tensor, s: int,
-                             attention_mask: Optional[torch.Tensor],
-                             floor: float
-                             ) -> Iterable[Optional[torch.Tensor]]:
-    """Each block's self-attention bias: masks and relative bias, [.., t, s].
+                             attention_mask: Optional[torch.Tensor]
+                             ) -> Tuple[Optional[torch.Tensor],
+                                        Iterable[Optional[torch.Tensor]]]:
+    """The self-attention's mask, and each block's relative bias.
 
-    Computed once per stack: additive float32 biases, not transformers'
-    mask helpers (create_causal_mask may give a boolean mask or none for
-    sdpa), since the synthesized logits and the relative bias join them; a
-    masked position gets the dtype's minimum (`floor`), as in those
-    helpers.
+    Computed once per stack: a boolean mask (the causal mask and the
+    padding), and float32 relative biases [1, heads, t, s] without the
+    mask. The attention sums the bias and the synthesized logits first and
+    masks the sum last (`attention_mtf_synthesizer.masked_bias`).
 
     Args:
       query: [t] the queries' positions (`_query_positions`).
       s: the memory's length (`_memory_span`).
       attention_mask: [batch, s] or None.
-      floor: `_floor` of the hidden states' dtype.
 
     Returns:
-      One bias (or None) per block, in order.
+      (the mask [1 or batch, 1, t, s], True where a key may be attended to,
+      or None; one relative bias (or None) per block, in order).
     """
     config = self.config
     causal = self.is_decoder
     relative = (torch.arange(s, device=query.device)[None, :] -
                 query[:, None])
-    mask = None
-    if causal:
-      mask = torch.zeros(query.shape[0], s, device=query.device).masked_fill(
-          relative > 0, floor)[None, None]
-    mask = _join(mask, _padding_bias(attention_mask, floor), floor)
+    mask = (relative <= 0)[None, None] if causal else None
+    padding = _padding_mask(attention_mask)
+    if padding is not None:
+      mask = padding if mask is None else mask & padding
     relative_type = config.relative_attention_type
     if relative_type is None:
-      return [mask] * len(self.block)
+      return mask, [None] * len(self.block)
     # T5's buckets, mesh's too (in float32; tests/test_torch_follows_mesh.py).
     # pylint: disable-next=protected-access
     buckets = T5Attention._relative_position_bucket(
         relative, not causal, config.relative_attention_num_buckets,
         config.relative_attention_max_distance)
-    def with_relative_bias(block):
+    def relative_bias(block):
       table = block.layer[0].SelfAttention.relative_attention_bias
-      return _join(self._relative_bias(table, buckets), mask, floor)
+      return self._relative_bias(table, buckets)
 
     if relative_type == "bias_shared":
-      return [with_relative_bias(self.block[0])] * len(self.block)
+      return mask, [relative_bias(self.block[0])] * len(self.block)
     # One block's at a time, as the blocks run.
-    return (with_relative_bias(block) for block in self.block)
+    return mask, (relative_bias(block) for block in self.block)
 
   def _relative_bias(self, table: nn.Embedding, buckets: torch.Tensor):
     """[t, s] buckets -> [1, heads, t, s] float32 (one embedding lookup)."""
@@ -650,15 +649,15 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
                 s, config.max_position_embeddings))
       x = x + self.embed_positions(rows)
     x = self.dropout(x)
-    floor = _floor(x.dtype)
-    self_bias = self._self_attention_biases(query, s, attention_mask, floor)
-    cross_bias = None
+    mask, biases = self._self_attention_biases(query, s, attention_mask)
+    cross_mask = None
     if encoder_hidden_states is not None:
-      cross_bias = _padding_bias(encoder_attention_mask, floor)
-    for block, bias in zip(self.block, self_bias):
+      cross_mask = _padding_mask(encoder_attention_mask)
+    for block, bias in zip(self.block, biases):
       # The cache by keyword: gradient checkpointing drops it (a replayed
       # block would append its keys and values again).
-      x, _, _ = block(x, bias, positions, encoder_hidden_states, cross_bias,
+      x, _, _ = block(x, bias, mask, positions, encoder_hidden_states,
+                      cross_mask,
                       past_key_values=past_key_values,
                       output_attentions=bool(output_attentions))
     x = self.dropout(self.final_layer_norm(x))
@@ -739,56 +738,23 @@ def _stack_hidden_states(output_hidden_states: HiddenStates,
   return [i % count for i in indices if -count <= i < count]
 
 
-def _floor(dtype: torch.dtype) -> float:
-  """The bias of a masked position: the least finite value of the dtype.
-
-  Args:
-    dtype: the model's (its hidden states') dtype.
-
-  Returns:
-    `torch.finfo(dtype).min`: finite in that dtype once cast to it, so that
-    a row with every key masked has uniform weights rather than NaN.
-  """
-  return torch.finfo(dtype).min
-
-
-def _join(bias: Optional[torch.Tensor], other: Optional[torch.Tensor],
-          floor: float) -> Optional[torch.Tensor]:
-  """The sum of two additive biases (either may be None), clamped to floor.
-
-  Args:
-    bias: an additive bias, or None.
-    other: another, or None.
-    floor: the dtype's minimum (`_floor`): two masks or a mask and a
-      negative relative bias would otherwise sum past it (to -inf).
-
-  Returns:
-    The sum, or the one that is not None, or None.
-  """
-  if bias is None or other is None:
-    return other if bias is None else bias
-  return (bias + other).clamp(min=floor)
-
-
-def _padding_bias(mask: Optional[torch.Tensor],
-                  floor: float) -> Optional[torch.Tensor]:
-  """[batch, s] 1/0 -> additive [batch, 1, 1, s]; None where nothing is masked.
+def _padding_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+  """[batch, s] 1/0 -> boolean [batch, 1, 1, s]; None where nothing is masked.
 
   A mask of ones is dropped (outside torch.compile, torch.export and the
   TorchScript tracer, as transformers' masks are), so that an unpadded
-  batch's bias has no batch dimension.
+  batch's mask has no batch dimension.
 
   Args:
     mask: 1 at a position that may be attended to, 0 at padding; or None.
-    floor: the bias of a padded position (`_floor`).
 
   Returns:
-    The float32 bias, or None.
+    True where a key may be attended to, or None.
   """
   if mask is None or (not torch.compiler.is_compiling() and
                       not torch.jit.is_tracing() and bool(mask.all())):
     return None
-  return torch.where(mask[:, None, None, :] > 0, 0.0, floor)
+  return mask[:, None, None, :] > 0
 
 
 @auto_docstring(custom_intro="""
