@@ -53,6 +53,12 @@ def _batch(head):
   The padded queries see no key (causal, or the decoder's own padding)
   and keep their labels, so that a row with every key masked carries a
   gradient.
+
+  Args:
+    head: "seq2seq" or "causal_lm".
+
+  Returns:
+    The model's keyword arguments.
   """
   generator = torch.Generator().manual_seed(0)
   vocab = tiny_models.RANDOM_MODEL_VOCAB
@@ -70,7 +76,16 @@ def _batch(head):
 
 
 def _step(model, call, batch):
-  """(loss, each parameter's gradient by name) of one step through call."""
+  """One training step's loss and gradients.
+
+  Args:
+    model: the model whose parameters' gradients are read.
+    call: the model, or its compiled call.
+    batch: `_batch`'s inputs and labels.
+
+  Returns:
+    (the loss, each parameter's gradient by name).
+  """
   model.zero_grad(set_to_none=True)
   loss = call(**batch, use_cache=False).loss
   loss.backward()

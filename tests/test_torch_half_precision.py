@@ -89,6 +89,7 @@ def models():
 
 
 def _model(models, variant, head):
+  """The float32 model of a variant and head (`models`' own, built once)."""
   key = (variant.label, head)
   if key not in models:
     models[key] = tiny_models.random_model(
@@ -183,10 +184,18 @@ def _error(logits, expected, real):
 
 
 def _decoded(model, head, batch):
-  """The logits of decoding step by step with the cache: [batch, t, vocab].
+  """The logits of decoding step by step with the cache.
 
   The prompt in one call, then one token a call, as `generate()` calls
   the model (positions from the attention mask), the tokens given.
+
+  Args:
+    model: the model.
+    head: "seq2seq" (the decoder's inputs decoded) or "causal_lm".
+    batch: `_batch`'s inputs.
+
+  Returns:
+    float32 logits [batch, t, vocab] of every position decoded.
   """
   if head == "seq2seq":
     targets = batch["decoder_input_ids"]
