@@ -571,6 +571,11 @@ class MtfSynthesizerStack(MtfSynthesizerPreTrainedModel):
     padding = _padding_mask(attention_mask)
     if padding is not None:
       mask = padding if mask is None else mask & padding
+    if (mask is not None and padding is None and _may_sync() and
+        bool(mask.all())):
+      # A decoding step's one query sees every key: nothing to select in
+      # each layer (transformers' masks drop it likewise).
+      mask = None
     relative_type = config.relative_attention_type
     if relative_type is None:
       return mask, [None] * len(self.block)
@@ -751,10 +756,15 @@ def _padding_mask(mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
   Returns:
     True where a key may be attended to, or None.
   """
-  if mask is None or (not torch.compiler.is_compiling() and
-                      not torch.jit.is_tracing() and bool(mask.all())):
+  if mask is None or (_may_sync() and bool(mask.all())):
     return None
   return mask[:, None, None, :] > 0
+
+
+def _may_sync() -> bool:
+  """Whether a mask's values may be read on the host: not while compiling,
+  exporting or tracing, whose graphs must hold for every mask."""
+  return not torch.compiler.is_compiling() and not torch.jit.is_tracing()
 
 
 @auto_docstring(custom_intro="""
