@@ -65,79 +65,59 @@ def _register_tpu_kernels() -> None:
   kernels.get_registered_kernels_for_op = registered
 
 
-class _ThenTakeTheTpu(importlib.abc.Loader):
-  """Loads tensorflow with its own loader, then acts as a TPU build."""
+class _Wrapped(importlib.abc.Loader):
+  """A module's own loader, with something run before and after it."""
 
-  def __init__(self, loader, lock_path):
+  def __init__(self, loader, before, after):
     self._loader = loader
-    self._lock_path = lock_path
+    self._before = before
+    self._after = after
 
   def create_module(self, spec):
     return self._loader.create_module(spec)
 
   def exec_module(self, module: types.ModuleType) -> None:
-    _take_the_tpu(self._lock_path)
+    self._before()
     self._loader.exec_module(module)
-    _register_tpu_kernels()
+    self._after(module)
 
   def __getattr__(self, name):
     return getattr(self._loader, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-  """Waits for the first import of tensorflow."""
+class _OnImport(importlib.abc.MetaPathFinder):
+  """Wraps the first import of one module (see `_Wrapped`)."""
 
-  def __init__(self, lock_path):
-    self._lock_path = lock_path
+  def __init__(self, fullname, before=lambda: None,
+               after=lambda module: None):
+    self._fullname = fullname
+    self._before = before
+    self._after = after
 
   def find_spec(self, fullname, path=None, target=None):
     del target
-    if fullname != "tensorflow":
+    if fullname != self._fullname:
       return None
     sys.meta_path.remove(self)
     spec = importlib.machinery.PathFinder.find_spec(fullname, path)
     if spec is not None and spec.loader is not None:
-      spec.loader = _ThenTakeTheTpu(spec.loader, self._lock_path)
+      spec.loader = _Wrapped(spec.loader, self._before, self._after)
     return spec
 
 
-class _DevDir(importlib.abc.MetaPathFinder):
+def _read_dev_dir(module: types.ModuleType) -> None:
   """Points the preflight's device folder at DEV_DIR_ENV's."""
-
-  _MODULE = "mtf_synthesizer.stock_cli.tpu_checks"
-
-  def find_spec(self, fullname, path=None, target=None):
-    del target
-    if fullname != self._MODULE:
-      return None
-    sys.meta_path.remove(self)
-    spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-    if spec is not None and spec.loader is not None:
-      spec.loader = _ThenSetDevDir(spec.loader)
-    return spec
-
-
-class _ThenSetDevDir(importlib.abc.Loader):
-
-  def __init__(self, loader):
-    self._loader = loader
-
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
-  def exec_module(self, module: types.ModuleType) -> None:
-    self._loader.exec_module(module)
-    original = module.on_tpu_vm
-    module.on_tpu_vm = lambda dev_dir="/dev": original(
-        os.environ[DEV_DIR_ENV])
-
-  def __getattr__(self, name):
-    return getattr(self._loader, name)
+  original = module.on_tpu_vm
+  module.on_tpu_vm = lambda dev_dir="/dev": original(os.environ[DEV_DIR_ENV])
 
 
 def install_from_env() -> None:
   """Installs what the environment asks for (see the module doc)."""
   if os.environ.get(ENV_VAR):
-    sys.meta_path.insert(0, _Finder(os.environ[ENV_VAR]))
+    lock_path = os.environ[ENV_VAR]
+    sys.meta_path.insert(0, _OnImport(
+        "tensorflow", before=lambda: _take_the_tpu(lock_path),
+        after=lambda module: _register_tpu_kernels()))
   if os.environ.get(DEV_DIR_ENV):
-    sys.meta_path.insert(0, _DevDir())
+    sys.meta_path.insert(0, _OnImport("mtf_synthesizer.stock_cli.tpu_checks",
+                                      after=_read_dev_dir))
