@@ -45,7 +45,7 @@ def test_the_docs_name_the_versions_the_tasks_read():
   rows = _docs_table()
   want = {}
   for name, exp in experiments.EXPERIMENTS.items():
-    for mixture in filter(None, (exp.train_mixture, exp.finetune_mixture)):
+    for mixture in exp.mixtures:
       want[(name, mixture)] = datasets.tfds_names([mixture])
   assert rows == want
   # What the issue was about: GLUE is read at 1.0.0, which a bare

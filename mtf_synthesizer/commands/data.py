@@ -59,10 +59,7 @@ def mixtures_of(args: argparse.Namespace) -> List[str]:
   """The mixtures named, and those of the experiments named, each once."""
   names = list(args.mixture)
   for name in args.experiment:
-    exp = experiments.EXPERIMENTS[name]
-    names.append(exp.train_mixture)
-    if exp.finetune_mixture:
-      names.append(exp.finetune_mixture)
+    names.extend(experiments.EXPERIMENTS[name].mixtures)
   return list(dict.fromkeys(names))
 
 

@@ -84,6 +84,11 @@ class Experiment:
   baseline_gin_params: Mapping[str, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
 
+  @property
+  def mixtures(self) -> Tuple[str, ...]:
+    """The mixtures its stages read: the training one, then finetuning's."""
+    return tuple(filter(None, (self.train_mixture, self.finetune_mixture)))
+
 
 # Table 7: "We use k=32 for both factorized models". FactorizedRandom's k is
 # bound in experiments/_encoder_classifier.gin; Linformer's is bound here,
