@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= auto
 XDIST := -n $(TEST_WORKERS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
-.PHONY: demo test test-fast test-tpu-vm tpu-vm-env install check-python clean
+.PHONY: demo test test-fast test-tpu-vm tpu-vm-env test-jax jax-env install check-python clean
 
 check-python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \
@@ -82,7 +82,31 @@ TPU_VM_LEG := test_tpu_preflight.py test_recipes.py test_variants_cli.py \
 
 test: install
 	cd tests && ../$(VPY) -m pytest -q -rfEs -p no:cacheprovider $(XDIST) \
-	  $(addprefix --ignore=,$(TPU_VM_LEG)) $(PYTEST_ARGS) .
+	  --ignore=jax $(addprefix --ignore=,$(TPU_VM_LEG)) $(PYTEST_ARGS) .
+
+# The JAX side (mtf_synthesizer.flax_model) in its own environment, .venv-jax
+# (requirements-jax.lock: jax 0.10.2 needs numpy 2, TensorFlow 2.15 numpy
+# 1.26), and its tests, tests/jax/ (their own pytest.ini: tests/conftest.py
+# imports the TensorFlow side).
+JAX_VENV := .venv-jax
+JAX_VPY := $(JAX_VENV)/bin/python
+JAX_STAMP := $(JAX_VENV)/.pinned
+
+$(JAX_STAMP): requirements-jax.lock
+	@$(MAKE) --no-print-directory check-python
+	@echo "==> creating $(JAX_VENV) from requirements-jax.lock (about 1 GB)"
+	rm -rf $(JAX_VENV)
+	$(PYTHON) -m venv $(JAX_VENV)
+	$(JAX_VPY) -m pip install -q 'pip==26.3' 'setuptools==80.10.2' 'wheel==0.48.0'
+	$(JAX_VPY) -m pip install -q --no-deps --require-hashes -r requirements-jax.lock
+	touch $(JAX_STAMP)
+
+jax-env: $(JAX_STAMP)
+	@$(LOCKED) sh -c '$(JAX_VPY) -m pip install -q --no-deps --no-build-isolation --force-reinstall . 2>&1 | grep -v "^WARNING: Location"; rm -rf build *.egg-info' || true
+
+test-jax: jax-env
+	cd tests/jax && ../../$(JAX_VPY) -m pytest -q -rfEs -p no:cacheprovider \
+	  $(XDIST) $(PYTEST_ARGS) .
 
 # README's TPU VM installation on CPython 3.10 over PyPI's tensorflow==2.15.0
 # (the image's stand-in, in .tpu-vm/), and the mesh side's tests in it
@@ -111,4 +135,4 @@ demo: install
 	$(VPY) tools/demo.py --output_dir=$(DEMO_DIR)
 
 clean:
-	rm -rf $(VENV) .venv-tpu .tpu-vm build *.egg-info runs $(BUILD_LOCK)
+	rm -rf $(VENV) .venv-tpu .venv-jax .tpu-vm build *.egg-info runs $(BUILD_LOCK)
