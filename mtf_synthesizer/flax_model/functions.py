@@ -109,7 +109,8 @@ def factor_sizes(a: Optional[int], b: Optional[int],
     (a, b).
 
   Raises:
-    ValueError: a * b != n, or a factor that is not a positive integer.
+    ValueError: a * b != n, a factor that is not a positive integer, or
+      no default split of a prime n (mesh's rule).
   """
   for name, value in (("a", a), ("b", b)):
     if value is not None and (isinstance(value, bool) or
@@ -118,6 +119,12 @@ def factor_sizes(a: Optional[int], b: Optional[int],
                        "got %r." % (name, value))
   if a is None and b is None:
     a, b = default_factors(n)
+    if a == 1:
+      raise ValueError(
+          "factorized_dense cannot factorize max_length %d (%s): the only "
+          "split is a=1, b=%d. Valid: a composite max_length, or a and b "
+          "set explicitly with a * b == max_length." % (
+              n, "prime" if n > 1 else "1", n))
   elif a is None:
     a = n // b
   elif b is None:

@@ -128,6 +128,11 @@ def test_factors_must_multiply_to_max_length():
   with pytest.raises(ValueError, match="a=3, b=3 .*max_length=8"):
     _attention_call("factorized_dense", 4, function_settings={
         "factorized_dense": {"a": 3, "b": 3}})
+  with pytest.raises(ValueError, match="cannot factorize max_length 7"):
+    attention_lib.SynthesizerAttention(
+        num_heads=2, head_dim=4, variant="factorized_dense",
+        max_length=7).init(jax.random.PRNGKey(0), jnp.ones((1, 4, 8)),
+                           jnp.ones((1, 4, 8)), enable_dropout=False)
   with pytest.raises(ValueError, match="Unknown setting 'c'"):
     _attention_call("factorized_dense", 4, function_settings={
         "factorized_dense": {"c": 3}})
