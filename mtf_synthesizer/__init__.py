@@ -23,6 +23,8 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
   export/         a trained model out to PyTorch / transformers
   hf_model/       the PyTorch model (torch and transformers only): the
                   code an export writes beside the weights
+  flax_model/     the Flax (JAX) model: T5X's names, gin/flax/ files
+                  (JAX, Flax and gin only; docs/jax.md)
   hf_tools/       conversion from T5, mesh's optimizer, saving with the
                   model's code and a card (they import the model, not it
                   them)
