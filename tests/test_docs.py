@@ -136,6 +136,8 @@ RUN_ELSEWHERE = {
      "--batch 2"): "test_torch_cuda_choices.py",
     ("docs/pytorch_benchmark.md", "--choices routes"):
         "test_torch_cuda_choices.py",
+    ("docs/development.md", "tools/mesh_reference.py"):
+        "test_mesh_reference.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -157,6 +159,8 @@ PYTHON_RUN_ELSEWHERE = {
     ("docs/pytorch.md", "torch.onnx.export("): "test_onnx.py",
     ("docs/export.md", "tf_format.load_checkpoint("):
         "test_tf_checkpoint_reader.py",
+    ("docs/development.md", "flax_names.flax_params("):
+        "test_flax_names.py",
 }
 
 

@@ -12,7 +12,11 @@ blocks, the reader gives the names, dtypes, shapes and bytes that
 `tf.train.load_checkpoint` gives. A checkpoint the stock CLI writes on a
 `model:2,batch:2` mesh is checked the same way in test_cli_mesh.py, where
 it is trained (mesh saves whole variables there too: the same names,
-shapes and shards as one device).
+shapes and shards as one device). So is every checkpoint kept in
+tests/data/mesh_reference (`tools/mesh_reference.py`: float32 and
+bfloat16 variables, encoder-decoders and language models, T5.1.0 and T5.1.1
+layouts, a `model:2` run), and a changed byte in one of their shards is
+refused.
 
 Bad input gets one `CheckpointError` naming what is wrong: a directory
 without a checkpoint, a missing or cut shard, a changed byte in a shard
@@ -39,6 +43,7 @@ from tensorflow.python.framework import dtypes as tf_dtypes  # pylint: disable=g
 
 import conftest
 from mtf_synthesizer.checkpoints import tf_format
+from workbench import mesh_reference
 
 # The table's helpers (tf_format._varint, ._block, ...) count blocks and
 # find the footer's padding here.
@@ -46,6 +51,8 @@ from mtf_synthesizer.checkpoints import tf_format
 
 CheckpointError = tf_format.CheckpointError
 MODELS = conftest.VARIANTS + (conftest.MESH_ATTENTION,)
+KEPT_ROOT = os.path.join(conftest.REPO, "tests", "data", "mesh_reference")
+KEPT = [c.name for c in mesh_reference.CASES]
 
 
 def assert_reads_as_tensorflow(prefix: str) -> Dict[str, str]:
@@ -231,6 +238,20 @@ def test_stock_cli_checkpoints_read_as_tensorflow(trained_models, model):
     assert dtypes["shared/embedding"] == "bfloat16"
     assert {"bfloat16", "float32", "int64"} == set(dtypes.values())
     assert len(dtypes) > 90
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_kept_reference_checkpoints_read_as_tensorflow(name):
+  case = mesh_reference.BY_NAME[name]
+  model_dir = os.path.join(KEPT_ROOT, name)
+  latest = tf_format.latest_checkpoint(model_dir)
+  assert latest == tf.train.latest_checkpoint(model_dir)
+  assert tf_format.CheckpointReader(latest).num_shards == 2
+  dtypes = assert_reads_as_tensorflow(latest)
+  assert dtypes["global_step"] == "int64"
+  weights = {d for n, d in dtypes.items()
+             if "_slot_" not in n and n != "global_step"}
+  assert weights == {case.variables}
 
 
 @pytest.mark.parametrize("sharded", [True, False])
@@ -497,6 +518,9 @@ def _stock_cli_or_saver(request, tmp_path) -> str:
   """A copy of the checkpoint a test is parametrized with; its prefix."""
   if request.param == "saver":
     source = request.getfixturevalue("saver_checkpoint")
+  elif request.param in mesh_reference.BY_NAME:
+    source = tf_format.latest_checkpoint(os.path.join(KEPT_ROOT,
+                                                      request.param))
   else:
     model_dir, _ = request.getfixturevalue("trained_models")[request.param]
     source = tf_format.latest_checkpoint(model_dir)
@@ -504,7 +528,9 @@ def _stock_cli_or_saver(request, tmp_path) -> str:
 
 
 @pytest.fixture(params=["saver", pytest.param("random_vanilla",
-                                              marks=pytest.mark.slow)])
+                                              marks=pytest.mark.slow),
+                        "t5.1.0-encdec-dense-bfloat16",
+                        "t5.1.0-encdec-random_vanilla-model2"])
 def checkpoint_copy(request, tmp_path) -> str:
   return _stock_cli_or_saver(request, tmp_path)
 
