@@ -76,7 +76,9 @@ def expected_tree(components: Sequence[str], *, d: int, h: int, dk: int,
   A relative attention bias shared by each stack's layers (T5's); the
   encoder-decoder attention is mesh's dot product.
   """
-  tree = {"token_embedder/embedding": (vocab, d)}
+  # A language model's embedding is its decoder's (T5X's DecoderOnly).
+  tree = {("decoder/" if causal_lm else "") + "token_embedder/embedding": (
+      vocab, d)}
   mlp = ["wi_0", "wi_1"] if gated else ["wi"]
   stacks = [("decoder", decoder_layers)] if causal_lm else [
       ("encoder", encoder_layers), ("decoder", decoder_layers)]

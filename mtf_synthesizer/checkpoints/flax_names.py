@@ -7,7 +7,8 @@ names for T5's parameters, flat paths joined by "/":
 
   mesh                                          Flax
   shared/embedding [vocab, d]                   token_embedder/embedding
-  transformer/embedding (a language model)      token_embedder/embedding
+  transformer/embedding (a language model)      decoder/token_embedder/
+                                                  embedding
   {encoder,decoder}/embedding (unshared)        <stack>/token_embedder/embedding
   <stack>/block_i/layer_j/<Attention>/q, k, v   <stack>/layers_i/<attention>/
     [d, heads * d_kv]                             {query,key,value}/kernel
@@ -267,7 +268,7 @@ def rules(mesh_names: Iterable[str], shared_relpos: bool = True
 def _rule(name: str, sublayers: Mapping[Tuple[str, int, int], str],
           shared_relpos: bool) -> Optional[Rule]:
   """One weight's rule, or None."""
-  if name == "shared/embedding" or name == "transformer/embedding":
+  if name == "shared/embedding":
     return Rule(name, EMBEDDING)
   canonical = names.canonical(name)
   stack_name, _, rest = canonical.partition("/")

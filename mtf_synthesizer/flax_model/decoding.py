@@ -104,8 +104,9 @@ def greedy_decode(model: nn.Module, params: Any, max_decode_length: int,
       synthesizing functions' max_length.
     encoder_input_tokens: [batch, length] (an encoder-decoder's).
     batch_size: the examples (a decoder-only model's).
-    forced_tokens: [batch, P]: the outputs of the first P steps are these
-      (a prompt) instead of the argmax; None: none.
+    forced_tokens: [batch, P]: a prompt, 0-padded: the output of step t < P
+      is forced_tokens[:, t] instead of the argmax where it is not 0 (mesh's
+      partial sequences); None: none.
 
   Returns:
     (tokens [batch, L], the logits of each step [batch, L, vocab]).
@@ -137,8 +138,8 @@ def greedy_decode(model: nn.Module, params: Any, max_decode_length: int,
     logits = logits[:, 0]
     chosen = jnp.argmax(logits, axis=-1).astype(jnp.int32)
     if num_forced:
-      chosen = jnp.where(t < num_forced, forced[:, jnp.minimum(
-          t, max_decode_length - 1)], chosen)
+      given = forced[:, jnp.minimum(t, max_decode_length - 1)]
+      chosen = jnp.where((t < num_forced) & (given != 0), given, chosen)
     return (cache, chosen), (chosen, logits)
 
   start = jnp.zeros((batch_size,), jnp.int32)
