@@ -8,7 +8,8 @@ table (`attentions.VARIANTS`) as an encoder-decoder in T5.1.0's layout
 (t5's `models/bi_v1.gin`: ReLU, one embedding shared by both stacks and the
 softmax, a relative attention bias shared by the layers of a stack), a
 sample of decoder-only language models, T5.1.1's layout
-(`models/t5.1.1.base.gin`: gated GELU, a separate softmax kernel), one run
+(`models/t5.1.1.base.gin`: gated GELU, a separate softmax kernel; with
+mesh's own SelfAttention too, the layout of a released T5.1.1), one run
 on a `model:2` mesh of two logical CPU devices and one with bfloat16
 variables. Every other run keeps float32 variables and activations, so that
 values compare at 1e-5.
@@ -139,7 +140,8 @@ LM_VARIANTS = ("vanilla", "random", "dense_vanilla")
 CASES = tuple(
     [Case(v.name) for v in attentions.VARIANTS] +
     [Case(v, "lm") for v in LM_VARIANTS] +
-    [Case(v, layout="t5.1.1") for v in ("vanilla", "dense_vanilla")] +
+    [Case(v, layout="t5.1.1") for v in ("vanilla", "dense_vanilla",
+                                         attentions.MESH_SELF_ATTENTION.name)] +
     [Case("random_vanilla", mesh_shape="model:%d" % MESH_DEVICES),
      Case("dense", variables="bfloat16")])
 BY_NAME = {c.name: c for c in CASES}
