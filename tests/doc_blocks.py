@@ -37,7 +37,8 @@ SHELL_LANGUAGES = ("sh", "bash", "shell")
 # the checkout's script of the same name in tools/.
 INSTALLED = ("mtf-synthesizer-export-hf", "mtf-synthesizer-from-t5",
              "mtf-synthesizer-tpu-job",
-             "mtf-synthesizer-convert-release-checkpoint")
+             "mtf-synthesizer-convert-release-checkpoint",
+             "mtf-synthesizer-flax-from-mesh")
 PROGRAMS = (CLI, "make", "cd", "git", "gcloud", "tensorboard", "docker",
             "curl", "torchrun", "run_gpu_checks.sh", "pip", "sudo",
             "tar") + INSTALLED

@@ -138,6 +138,7 @@ RUN_ELSEWHERE = {
         "test_torch_cuda_choices.py",
     ("docs/development.md", "tools/mesh_reference.py"):
         "test_mesh_reference.py",
+    ("docs/jax.md", "t5.1.1-encdec-t5_attention"): "jax/test_jax_docs.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -153,6 +154,7 @@ PYTHON_RUNS = (("docs/finetuning.md", "model.finetune("),
                ("docs/serving.md", "model.export("))
 # Python blocks that other test modules run, where their models are.
 PYTHON_RUN_ELSEWHERE = {
+    ("docs/jax.md", "checkpointing.restore("): "jax/test_jax_docs.py",
     ("README.md", "model.generate("): "test_hf_export.py",
     ("docs/export.md", "mesh_optimizer(model"): "test_hf_export.py",
     ("docs/export.md", "model, info = from_t5("): "test_from_t5_command.py",
@@ -223,8 +225,8 @@ def obstacle(command: doc_blocks.Command) -> Optional[str]:
     return "an outline: `...` stands for arguments left out"
   if command.is_flags and command.continues is None:
     return "bindings to add to a training command"
-  if command.program == "make" and ("test" in argv[1:] or
-                                    "test-tpu-vm" in argv[1:]):
+  if command.program == "make" and ({"test", "test-tpu-vm", "test-jax"} &
+                                    set(argv[1:])):
     return "the test suite itself"
   if argv[0].startswith(".venv-tpu/") and "tpu" not in command.flag_names():
     return ("the TPU VM's installation: make test-tpu-vm replays it "
