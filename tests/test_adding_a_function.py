@@ -172,12 +172,12 @@ def test_the_scan_can_fail(tmp_path):
 TOY = "toy_factorized_random"
 TOY_MODULE = '''"""A toy function: FR under a name of its own."""
 # pylint: disable=relative-beyond-top-level
-from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
+from .configuration_mtf_synthesizer import DECLARED
 from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerFactorizedRandom
 
-register_function(%(name)r, FUNCTION_SETTINGS[
-    MtfSynthesizerFactorizedRandom.name])
+register_function(DECLARED[MtfSynthesizerFactorizedRandom.name].renamed(
+    %(name)r))
 
 
 class Toy(MtfSynthesizerFactorizedRandom):
@@ -207,6 +207,7 @@ def toy(tmp_path):
       package = module.__name__.rpartition(".")[0]
       sys.modules.pop(module.__name__, None)
       configuration.FUNCTION_SETTINGS.pop(TOY, None)
+      configuration.DECLARED.pop(TOY, None)
       extensions.EXTENSION_FILES.pop(TOY, None)
       sys.modules[package + ".functions_mtf_synthesizer"].FUNCTIONS.pop(
           TOY, None)
