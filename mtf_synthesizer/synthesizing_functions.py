@@ -465,6 +465,10 @@ _DECLARED = (
 # The package's synthesizing functions, by name, in the paper's order.
 PACKAGE_FUNCTIONS = tuple(f.name for f in _DECLARED)
 
+# The function of vanilla attention, Q K^T (the PyTorch configuration's
+# default).
+VANILLA = _DECLARED[0].name
+
 # Every declared function by name: the package's, then those `register`ed.
 FUNCTIONS: Dict[str, Function] = {f.name: f for f in _DECLARED}
 

@@ -35,6 +35,7 @@ from .synthesizing_functions_mtf_synthesizer import Function
 from .synthesizing_functions_mtf_synthesizer import FUNCTIONS as DECLARED
 from .synthesizing_functions_mtf_synthesizer import PACKAGE_FUNCTIONS
 from .synthesizing_functions_mtf_synthesizer import register
+from .synthesizing_functions_mtf_synthesizer import VANILLA
 # pylint: enable=relative-beyond-top-level
 
 logger = logging.get_logger(__name__)
@@ -268,12 +269,12 @@ class MtfSynthesizerConfig(PreTrainedConfig):
 
   # The Synthesizer's own fields.
   encoder_synthesizers: str | Sequence[str] = _field(
-      _functions, ("dot_product",))
+      _functions, (VANILLA,))
   """The encoder's synthesizing functions (the causal LM reads
   decoder_synthesizers), a tuple or "+"-joined; several make a mixture
   (eq. 8)."""
   decoder_synthesizers: str | Sequence[str] = _field(
-      _functions, ("dot_product",))
+      _functions, (VANILLA,))
   """The decoder's synthesizing functions."""
   synthesizer_max_length: int = _field(_positive, 512)
   """N, the positions of R, FR, D and FD's tables: the longest sequence a
@@ -379,8 +380,7 @@ class MtfSynthesizerConfig(PreTrainedConfig):
     a composite N; factors (1, N) given explicitly are allowed.
     """
     factors = default_factors(n)
-    if factors[0] == 1 and "factorized_dense" in (
-        self.encoder_synthesizers + self.decoder_synthesizers):
+    if factors[0] == 1 and self._reads_factors():
       raise ValueError(
           "MtfSynthesizerConfig.synthesizer_max_length=%d has no split a * b "
           "with a, b > 1 (%s), so factorized_dense (FD) would be Dense: "
@@ -389,10 +389,15 @@ class MtfSynthesizerConfig(PreTrainedConfig):
               n, "it is prime" if n > 1 else "it is 1", n))
     super().__setattr__("factorized_dense_factors", factors)
 
+  def _reads_factors(self) -> bool:
+    """A function of the stacks reads `factorized_dense_factors` (FD)."""
+    return any(s.field == "factorized_dense_factors"
+               for name in self.encoder_synthesizers + self.decoder_synthesizers
+               for s in DECLARED[name].settings)
+
   def validate_factorized_dense(self) -> None:
     """FD's factors multiply to N."""
-    if "factorized_dense" in (self.encoder_synthesizers +
-                              self.decoder_synthesizers):
+    if self._reads_factors():
       a, b = self.factorized_dense_factors
       if a * b != self.synthesizer_max_length:
         raise ValueError(
