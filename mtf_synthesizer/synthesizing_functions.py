@@ -289,8 +289,9 @@ class Function:
     """Each size a variable's shape names, for one layer.
 
     A setting that is None takes its function's rule: `hidden_size` d_kv
-    (d_kv too where the queries stand for the first layer), FD's `a` and `b` the default split of max_length (`default_factors`;
-    one of them given: the other is max_length divided by it).
+    (d_kv too where the queries stand for the first layer), FD's `a` and
+    `b` the default split of max_length (`default_factors`; one of them
+    given: the other is max_length divided by it).
 
     Args:
       sizes: the layer's sizes.

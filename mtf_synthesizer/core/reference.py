@@ -8,11 +8,11 @@ the Linformer baseline (`linformer`).
 
 Independent of mesh and of the rest of the package (it imports NumPy and the
 functions' declarations, `synthesizing_functions`, which import only the
-standard library): written from the paper (sec. 3, eq. 1-8), from mesh's documented variable
-layouts (combined q/k/v/o kernels are [d_model, heads * d_kv], heads-major)
-and from T5's relative position buckets. The tests check the layer against
-it, and `tools/attention_pictures.py` computes attention weights from
-checkpoints with it.
+standard library): written from the paper (sec. 3, eq. 1-8), from mesh's
+documented variable layouts (combined q/k/v/o kernels are [d_model, heads *
+d_kv], heads-major) and from T5's relative position buckets. The tests check
+the layer against it, and `tools/attention_pictures.py` computes attention
+weights from checkpoints with it.
 
 Variables are passed by their name local to the attention layer's scope,
 e.g. "random/R", "q", "mixture/alpha_logits".
