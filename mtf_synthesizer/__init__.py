@@ -9,6 +9,10 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
 (`_mtf_synthesizer_hooks.py`), only in the stock CLI (`stock_cli/`).
 
   attentions.py   THE table: the paper's variants, the baselines, mesh's own
+  synthesizing_functions.py
+                  each synthesizing function declared once (settings and
+                  their defaults, properties, variables; standard library
+                  only), read by mesh, PyTorch, JAX and the reference
   core/           the paper's core: the synthesizing functions (Equations
                   1-8), SynthesizerAttention, the NumPy reference
   ops/            the mtf operations with their gradients, each once
@@ -30,7 +34,8 @@ and `MTF_SYNTH_CPU_DEVICES` are applied by the start-up hook
                   them)
   gin/            the gin files (installed from the checkout's gin/)
 
-Which part needs which framework: `attentions`, `stock_cli/gin_path`,
+Which part needs which framework: `attentions`, `synthesizing_functions`
+(the standard library only), `stock_cli/gin_path`,
 `hf_model/` and `hf_tools/` (torch and transformers), `checkpoints/tf_format`
 (NumPy, ml_dtypes, protobuf) and the commands' argument parsing import no
 TensorFlow, so `import mtf_synthesizer.hf_model` loads neither TensorFlow

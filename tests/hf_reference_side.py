@@ -6,9 +6,10 @@
 
 Runs where TensorFlow, mesh, gin and this package cannot be imported: the
 modeling code is loaded as `transformers` loads an export (its two files in
-a package of their own) and `mtf_synthesizer/core/reference.py` by its path (it
-imports NumPy only). CASES.json lists compositions (lists of synthesizing
-function names). For each, with random weights, RESULT.json gets the
+a package of their own) and `mtf_synthesizer/core/reference.py` by its path
+(it imports NumPy and the functions' declarations: the model code's copy of
+them here). CASES.json lists compositions (lists of synthesizing function
+names). For each, with random weights, RESULT.json gets the
 largest difference between:
 
   * "layer": the attention layer's output and `reference.layer_output`
@@ -23,6 +24,7 @@ import importlib.util
 import json
 import os
 import sys
+import types
 
 import numpy as np
 import torch
@@ -43,6 +45,23 @@ def _load(path, name):
   sys.modules[name] = module
   spec.loader.exec_module(module)
   return module
+
+
+def _load_reference(path):
+  """reference.py, its declarations the model code's copy of them.
+
+  The reference imports `mtf_synthesizer.synthesizing_functions`, which
+  imports the standard library only; here the model code's copy of that
+  file stands for it while the reference loads, so that the package is
+  never imported.
+  """
+  package = types.ModuleType("mtf_synthesizer")
+  package.synthesizing_functions = model_code.load("synthesizing_functions")
+  sys.modules["mtf_synthesizer"] = package
+  try:
+    return _load(path, "reference_alone")
+  finally:
+    del sys.modules["mtf_synthesizer"]
 
 
 def _config(modeling, names, causal_lm=False, **fields):
@@ -149,7 +168,7 @@ def main():
   path = os.path.join(REPO, "mtf_synthesizer", "core", "reference.py")
   if not os.path.exists(path):
     path = os.path.join(REPO, "mtf_synthesizer", "reference.py")
-  reference = _load(path, "reference_alone")
+  reference = _load_reference(path)
   out = {}
   for names in cases:
     key = "+".join(names)

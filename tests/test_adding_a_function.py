@@ -5,8 +5,9 @@
 The section's heading gives the files and sites a new function takes, and
 each numbered step names its file and sites. Here the counts are the
 steps', and each registry, table and oracle that a function of the package
-is in (mesh's `BY_NAME`, the reference, Table 1's counts, the PyTorch
-configuration's `FUNCTION_SETTINGS` and `FUNCTIONS`) and each that a
+is in (its declaration, mesh's `BY_NAME`, the reference's logits, Table 1's
+counts, PyTorch's `FUNCTIONS`; the configuration's `FUNCTION_SETTINGS` and
+the reference's variables follow from the declaration) and each that a
 variant is in (the attention table, its gin file, the route table of
 docs/pytorch.md) lives in a file a step names, for every function and
 every variant: a list the steps do not name fails here. The PyTorch model
@@ -28,6 +29,7 @@ import pytest
 import conftest
 from mtf_synthesizer import attentions
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.core import reference
 
 torch = pytest.importorskip("torch")
@@ -93,21 +95,25 @@ def test_the_steps_name_existing_files():
 @pytest.mark.parametrize("name", sorted(synthesizers.BY_NAME))
 def test_every_registry_of_a_function_is_a_step(name):
   steps, _ = _steps()
-  # mesh's class (BY_NAME) and PyTorch's (FUNCTIONS), each a site.
+  # Its declaration, a site; mesh's class (BY_NAME) and PyTorch's
+  # (FUNCTIONS), each a site.
+  assert name in declarations.PACKAGE_FUNCTIONS
+  assert steps[_relative(declarations.__file__)] == 1
   assert _relative(inspect.getsourcefile(synthesizers.BY_NAME[name])) in (
       steps)
   torch_class = functions_mtf_synthesizer.FUNCTIONS[name]
   assert _relative(inspect.getsourcefile(torch_class)) in steps
-  # Its configuration row.
-  assert name in configuration_mtf_synthesizer.FUNCTION_SETTINGS
-  assert _relative(configuration_mtf_synthesizer.__file__) in steps
-  # The reference: its logits and its variables, two sites.
-  quoted = '"%s"' % name
-  sites = [quoted in inspect.getsource(f) for f in (
-      reference.synthesized_logits, reference.variable_shapes)]
+  # Its configuration row and the reference's variables: the declaration's,
+  # no site of their own.
+  configuration = configuration_mtf_synthesizer
+  assert configuration.FUNCTION_SETTINGS[name] == (
+      configuration.function_settings(declarations.FUNCTIONS[name]))
+  assert _relative(configuration.__file__) not in steps
+  assert '"%s"' % name not in inspect.getsource(reference.variable_shapes)
+  # The reference's logits, a site.
   if name != synthesizers.DotProduct.name:  # the layer's own q and k
-    assert all(sites), name
-  assert steps[_relative(reference.__file__)] == 2
+    assert '"%s"' % name in inspect.getsource(reference.synthesized_logits)
+  assert steps[_relative(reference.__file__)] == 1
   # Table 1's count, the tests' oracle.
   oracle = os.path.join("tests", "test_synthesizers.py")
   with open(os.path.join(conftest.REPO, oracle)) as f:
@@ -172,12 +178,12 @@ def test_the_scan_can_fail(tmp_path):
 TOY = "toy_factorized_random"
 TOY_MODULE = '''"""A toy function: FR under a name of its own."""
 # pylint: disable=relative-beyond-top-level
-from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
+from .configuration_mtf_synthesizer import DECLARED
 from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerFactorizedRandom
 
-register_function(%(name)r, FUNCTION_SETTINGS[
-    MtfSynthesizerFactorizedRandom.name])
+register_function(DECLARED[MtfSynthesizerFactorizedRandom.name].renamed(
+    %(name)r))
 
 
 class Toy(MtfSynthesizerFactorizedRandom):
@@ -207,6 +213,7 @@ def toy(tmp_path):
       package = module.__name__.rpartition(".")[0]
       sys.modules.pop(module.__name__, None)
       configuration.FUNCTION_SETTINGS.pop(TOY, None)
+      configuration.DECLARED.pop(TOY, None)
       extensions.EXTENSION_FILES.pop(TOY, None)
       sys.modules[package + ".functions_mtf_synthesizer"].FUNCTIONS.pop(
           TOY, None)

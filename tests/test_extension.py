@@ -38,6 +38,7 @@ import model_code
 import test_torch_follows_mesh as follows
 import tiny_models
 from mtf_synthesizer import synthesizers
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.export import hf_export
 from mtf_synthesizer.hf_tools import extensions
 from mtf_synthesizer.hf_tools import saving
@@ -71,6 +72,7 @@ def _define_mesh_function():
 def _forget(configuration, functions):
   """Removes the extension from one copy of the model code's registries."""
   configuration.FUNCTION_SETTINGS.pop(NAME, None)
+  configuration.DECLARED.pop(NAME, None)
   functions.FUNCTIONS.pop(NAME, None)
 
 
@@ -89,6 +91,7 @@ def extension():
     yield copy
   finally:
     synthesizers.BY_NAME.pop(NAME, None)
+    declarations.FUNCTIONS.pop(NAME, None)
     extensions.EXTENSION_FILES.pop(NAME, None)
     for module in (installed, copied):
       package = module.__name__.rpartition(".")[0]
@@ -277,4 +280,4 @@ def test_saved_model_loads_without_the_package(run, tmp_path):
 
 def test_a_name_of_the_package_is_refused(extension):
   with pytest.raises(ValueError, match="declared already"):
-    extension.register_function("random", extension.FunctionSettings())
+    extension.register_function(extension.DECLARED["random"])

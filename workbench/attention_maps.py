@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.checkpoints import names
 from mtf_synthesizer.core import reference as ref
 from workbench import attention_layers
@@ -264,8 +265,13 @@ def _heads_axes(component: str) -> Dict[str, int]:
     Local variable name -> the index of its heads axis.
   """
   heads = 13
+  # Its sizes set, each to a size of its own (17, 18, ...).
+  sizes = {s.name: 17 + i for i, s in enumerate(
+      declarations.FUNCTIONS[component].settings)
+           if s.kind in (declarations.POSITIVE_INT,
+                         declarations.OPTIONAL_POSITIVE_INT)}
   shapes = ref.variable_shapes(component, d_model=7, num_heads=heads, d_kv=5,
-                               max_length=11, k=3, factors=(17, 19))
+                               max_length=11, settings=sizes)
   return {name: shape.index(heads) for name, shape in shapes.items()
           if heads in shape}
 

@@ -7,7 +7,8 @@
   * `SynthesizingFunction`: the base class, whose `logits` is the function
     and whose properties say what it is (`synthesizers.py` holds the
     paper's functions; `layer.py` calls them);
-  * `BY_NAME`: every function by name, filled as the classes are defined;
+  * `BY_NAME`: every function by name, filled as the classes are defined
+    (each reads its declaration, `mtf_synthesizer.synthesizing_functions`);
   * `float32`: how every factor of the logits enters their product.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Type
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 
@@ -154,11 +156,14 @@ BY_NAME: Dict[str, Type["SynthesizingFunction"]] = {}
 class SynthesizingFunction:
   """Base class: computes attention logits per head.
 
-  Subclasses set `name` (their variable scope) and state their properties,
-  which the tests and tools select functions by (never by lists of names):
+  Subclasses set `name` (their variable scope); their properties are their
+  declaration's (`synthesizing_functions.FUNCTIONS[name]`, set on the class
+  when it is defined), which the tests and tools select functions by (never
+  by lists of names):
 
     * `needs_queries`, `needs_keys`: they read the layer's query and key
-      projections;
+      projections (D's queries with `share_query_projection`: its
+      declaration's `reads_queries` of the instance's settings);
     * `indexes_positions`: their logits read weights indexed by token
       position (a table over positions, or a projection onto them), which
       packed examples index by the position inside each segment;
@@ -175,21 +180,67 @@ class SynthesizingFunction:
       PyTorch export puts it back).
 
   A subclass with its own `name` is registered in `BY_NAME` when it is
-  defined (Mixture is not: it composes the others).
+  defined (Mixture is not: it composes the others); its name must be
+  declared first (a function from outside the package:
+  `synthesizing_functions.register`). Its settings are attributes of the
+  same names, checked by `declared_setting`.
   """
   name = "synthesizer"
-  needs_queries = False
+  declaration: Optional[declarations.Function] = None
   needs_keys = False
   indexes_positions = True
   input_independent = False
   trainable = True
   marker_variable = ""
   export_ranks: Dict[str, int] = {}
+  # The facts of a function that its declaration gives.
+  _DECLARED = ("needs_keys", "indexes_positions", "input_independent",
+               "trainable", "marker_variable")
 
   def __init_subclass__(cls, register: bool = True, **kwargs):
     super().__init_subclass__(**kwargs)
     if register and "name" in cls.__dict__:
+      declaration = declarations.FUNCTIONS.get(cls.name)
+      if declaration is None:
+        raise ValueError(
+            "synthesizing function %r is not declared (%s): declare it in "
+            "mtf_synthesizer/synthesizing_functions.py, or, outside the "
+            "package, with synthesizing_functions.register" % (
+                cls.name, ", ".join(declarations.FUNCTIONS)))
+      cls.declaration = declaration
+      for fact in cls._DECLARED:
+        setattr(cls, fact, getattr(declaration, fact))
       BY_NAME[cls.name] = cls
+
+  @classmethod
+  def declared_setting(cls, name: str, value: Any) -> Any:
+    """A setting's value, checked as its declaration says.
+
+    Args:
+      name: the setting.
+      value: its value.
+
+    Returns:
+      value.
+
+    Raises:
+      ValueError: naming the class, the setting, the value and what would
+        be valid.
+    """
+    return cls.declaration.setting(name).check(value, cls.__name__)
+
+  def settings(self) -> Dict[str, Any]:
+    """Each declared setting's value in this instance, by name."""
+    if self.declaration is None:
+      return {}
+    return {s.name: getattr(self, s.name)
+            for s in self.declaration.settings}
+
+  @property
+  def needs_queries(self) -> bool:
+    """It reads the layer's queries F_Q(X), with its settings."""
+    return self.declaration is not None and self.declaration.reads_queries(
+        self.settings())
 
   @classmethod
   def marker(cls) -> str:

@@ -6,69 +6,60 @@ The paper's synthesizing functions and their mixture (sec. 3, eq. 1-8), the
 softmax, masks, T5's relative position bias and RMS norm around them, and
 the Linformer baseline (`linformer`).
 
-Independent of mesh and of the rest of the package (it imports NumPy only):
-written from the paper (sec. 3, eq. 1-8), from mesh's documented variable
-layouts (combined q/k/v/o kernels are [d_model, heads * d_kv], heads-major)
-and from T5's relative position buckets. The tests check the layer against
-it, and `tools/attention_pictures.py` computes attention weights from
-checkpoints with it.
+Independent of mesh and of the rest of the package (it imports NumPy and the
+functions' declarations, `synthesizing_functions`, which import only the
+standard library): written from the paper (sec. 3, eq. 1-8), from mesh's
+documented variable layouts (combined q/k/v/o kernels are [d_model, heads *
+d_kv], heads-major) and from T5's relative position buckets. The tests check
+the layer against it, and `tools/attention_pictures.py` computes attention
+weights from checkpoints with it.
 
 Variables are passed by their name local to the attention layer's scope,
 e.g. "random/R", "q", "mixture/alpha_logits".
 
-Adding a synthesizing function: its logits in `synthesized_logits` and its
-variables in `variable_shapes`.
+Adding a synthesizing function: its logits in `synthesized_logits`; its
+variables and settings are its declaration's (`synthesizing_functions`),
+and the settings reach the logits through `settings`.
 """
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
+
+from mtf_synthesizer import synthesizing_functions as declarations
 
 MIXTURE_LOGITS = "mixture/alpha_logits"
 
 
 def variable_shapes(kind: str, d_model: int, num_heads: int, d_kv: int,
-                    max_length: int, k: int = 8,
-                    factors: Tuple[Optional[int], Optional[int]] = (None,
-                                                                   None)
+                    max_length: int,
+                    settings: Optional[Mapping[str, Any]] = None
                     ) -> Dict[str, List[Optional[int]]]:
   """Table 1: the variables a function adds to its layer, with their shapes.
 
-  In mesh's layouts: combined [d_model, heads * d_kv] kernels for F_Q and
-  F_K; per-head tables and projections otherwise (S_{h,l}: every parameter
-  is per head). The value and output projections belong to the layer.
+  In mesh's layouts, as the function's declaration gives them
+  (`synthesizing_functions.Function.variable_shapes`): combined [d_model,
+  heads * d_kv] kernels for F_Q and F_K; per-head tables and projections
+  otherwise (S_{h,l}: every parameter is per head). The value and output
+  projections belong to the layer.
 
   Args:
     kind: a synthesizing function's name.
     d_model: the model width d.
     num_heads: h.
-    d_kv: the per-head width (the hidden width of D and FD).
+    d_kv: the per-head width (the default hidden width of D and FD).
     max_length: N.
-    k: FR's rank.
-    factors: FD's (a, b), a * b = N.
+    settings: the function's settings by name (e.g. FR's "k", FD's "a"
+      and "b", D's "hidden_size" and "use_bias"); those not given take
+      their declared defaults.
 
   Returns:
     Local variable name -> shape.
   """
-  h, n = num_heads, max_length
-  a, b = factors
-  return {
-      "random": {"random/R": [h, n, n]},                        # eq. 4
-      "fixed_random": {"fixed_random/R": [h, n, n]},
-      "factorized_random": {"factorized_random/R1": [h, n, k],  # eq. 7
-                            "factorized_random/R2": [h, n, k]},
-      "dense": {"dense/w1": [d_model, h, d_kv], "dense/b1": [h, d_kv],
-                "dense/w2": [h, d_kv, n], "dense/b2": [h, n]},   # eq. 1-2
-      "factorized_dense": {                                     # eq. 5-6
-          "factorized_dense/w1": [d_model, h, d_kv],
-          "factorized_dense/b1": [h, d_kv],
-          "factorized_dense/wa": [h, d_kv, a],
-          "factorized_dense/ba": [h, a],
-          "factorized_dense/wb": [h, d_kv, b],
-          "factorized_dense/bb": [h, b]},
-      "dot_product": {"q": [d_model, h * d_kv], "k": [d_model, h * d_kv]},
-  }[kind]
+  shapes = declarations.FUNCTIONS[kind].variable_shapes(
+      declarations.Sizes(d_model, num_heads, d_kv, max_length), settings)
+  return {name: list(shape) for name, shape in shapes.items()}
 
 
 def softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -95,7 +86,9 @@ def _head(w: np.ndarray, h: int, dk: int) -> np.ndarray:
 
 def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
                        x: Optional[np.ndarray], h: int, dk: int,
-                       pos: np.ndarray) -> np.ndarray:
+                       pos: np.ndarray,
+                       settings: Optional[Mapping[str, Any]] = None
+                       ) -> np.ndarray:
   """S_h(X) for one example: [length, length].
 
   Args:
@@ -107,10 +100,18 @@ def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
     h: head index.
     dk: per-head width.
     pos: [length] positions of the tokens inside their segments.
+    settings: the function's settings by name; those not given take their
+      declared defaults (`synthesizing_functions`). The logits read those
+      the variables' shapes do not say: D's and FD's use_bias, D's
+      share_query_projection (relu of the layer's queries, the "q" kernel,
+      stand for its first layer).
 
   Returns:
     Logits [query, memory].
   """
+  if kind not in declarations.FUNCTIONS:
+    raise ValueError("%s is not a declared synthesizing function" % kind)
+  values = declarations.FUNCTIONS[kind].resolve(settings)
   if kind in ("random", "fixed_random"):
     r = v[kind + "/R"][h]                      # eq. 4
     return r[np.ix_(pos, pos)]
@@ -120,15 +121,23 @@ def synthesized_logits(kind: str, v: Dict[str, np.ndarray],
     return r1[pos] @ r2[pos].T
   if x is None:
     raise ValueError("%s reads the input: x is needed." % kind)
+
+  def layer(inputs, name, out):
+    """inputs @ W_<out> of head h, plus b_<out> with use_bias."""
+    w = v[name + "/w" + out]
+    y = inputs @ (w[:, h] if out == "1" else w[h])
+    return y + v[name + "/b" + out][h] if values["use_bias"] else y
+
   if kind == "dense":                           # eq. 1-2
-    hid = np.maximum(x @ v["dense/w1"][:, h] + v["dense/b1"][h], 0.0)
-    rows = hid @ v["dense/w2"][h] + v["dense/b2"][h]
-    return rows[:, pos]
+    if values["share_query_projection"]:
+      hid = np.maximum(x @ _head(v["q"], h, dk), 0.0)
+    else:
+      hid = np.maximum(layer(x, kind, "1"), 0.0)
+    return layer(hid, kind, "2")[:, pos]
   if kind == "factorized_dense":                # eq. 5-6
-    p = "factorized_dense/"
-    hid = np.maximum(x @ v[p + "w1"][:, h] + v[p + "b1"][h], 0.0)
-    a = hid @ v[p + "wa"][h] + v[p + "ba"][h]   # [length, a]
-    b = hid @ v[p + "wb"][h] + v[p + "bb"][h]   # [length, b]
+    hid = np.maximum(layer(x, kind, "1"), 0.0)
+    a = layer(hid, kind, "a")                   # [length, a]
+    b = layer(hid, kind, "b")                   # [length, b]
     n = a.shape[1] * b.shape[1]
     cols = np.arange(n)
     c = a[:, cols % a.shape[1]] * b[:, cols // a.shape[1]]
@@ -194,7 +203,9 @@ def attention_weights(kinds: Sequence[str], v: Dict[str, np.ndarray],
                       visible: Optional[np.ndarray] = None,
                       pos: Optional[np.ndarray] = None,
                       bias: Union[np.ndarray, float] = 0.0,
-                      learned_weights: bool = True) -> np.ndarray:
+                      learned_weights: bool = True,
+                      settings: Optional[Mapping[str, Mapping[str, Any]]]
+                      = None) -> np.ndarray:
   """softmax(sum_i alpha_i S_i(X) + bias + mask) per head.  eq. 3, 8.
 
   Args:
@@ -210,6 +221,8 @@ def attention_weights(kinds: Sequence[str], v: Dict[str, np.ndarray],
     bias: added to the logits, e.g. T5's relative position bias [heads,
       length, length].
     learned_weights: mixture weights softmax(alpha_logits), else all 1.
+    settings: function name -> its settings (`synthesized_logits`); the
+      declared defaults for those not given.
 
   Returns:
     [heads, length, length]; every row sums to one.
@@ -221,7 +234,8 @@ def attention_weights(kinds: Sequence[str], v: Dict[str, np.ndarray],
   for h in range(num_heads):
     for i, kind in enumerate(kinds):
       weight = 1.0 if alpha is None else alpha[i, h]
-      logits[h] += weight * synthesized_logits(kind, v, x, h, dk, pos)
+      logits[h] += weight * synthesized_logits(
+          kind, v, x, h, dk, pos, (settings or {}).get(kind))
   logits = logits + bias
   if visible is not None:
     logits = np.where(visible, logits, -np.inf)
@@ -233,7 +247,9 @@ def layer_output(kinds: Sequence[str], v: Dict[str, np.ndarray],
                  causal: bool = False,
                  positions: Optional[np.ndarray] = None,
                  segment_ids: Optional[np.ndarray] = None,
-                 learned_weights: bool = True) -> np.ndarray:
+                 learned_weights: bool = True,
+                 settings: Optional[Mapping[str, Mapping[str, Any]]] = None
+                 ) -> np.ndarray:
   """Y = sum_h softmax(sum_i alpha_i S_i + mask) G_h(X) W_o,h.  eq. 3, 8.
 
   Args:
@@ -246,6 +262,7 @@ def layer_output(kinds: Sequence[str], v: Dict[str, np.ndarray],
     positions: [batch, length] or None (0..length-1).
     segment_ids: [batch, length] or None.
     learned_weights: mixture weights softmax(alpha_logits), else all 1.
+    settings: function name -> its settings (`synthesized_logits`).
 
   Returns:
     [batch, length, d_model].
@@ -262,7 +279,7 @@ def layer_output(kinds: Sequence[str], v: Dict[str, np.ndarray],
     weights = attention_weights(
         kinds, v, x[e], num_heads, dk, visible,
         None if positions is None else positions[e],
-        learned_weights=learned_weights)
+        learned_weights=learned_weights, settings=settings)
     for h in range(num_heads):
       g = x[e] @ _head(value_kernel, h, dk)      # G_h(X)
       out[e] += weights[h] @ g @ v["o"][h * dk:(h + 1) * dk]

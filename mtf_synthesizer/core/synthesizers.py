@@ -14,7 +14,10 @@ the values G(X). Names follow the paper:
   FactorizedRandom (FR)   S(X)   = R1 R2^T                          eq. 7
   DotProduct (V)          S(X)   = Q K^T (scaled as in mesh)        Table 1
 
-Their Mixture (eq. 8) is `mixture.py`.
+Their Mixture (eq. 8) is `mixture.py`. What each function is, apart from
+its math here, is its declaration (`mtf_synthesizer.synthesizing_functions`):
+its settings' defaults (the keywords' defaults below, which gin reads) and
+checks, its properties, its variables and their initializers.
 
 Every parameter is per head (and, since each layer owns its variables, per
 layer), as in the paper's S_{h,l}. Functions that index by position (R, FR and
@@ -30,8 +33,6 @@ dtype, as mesh's query and key projections do, and each factor of the logits
 is cast to float32 before the mixture weight and the final product.
 """
 
-import math
-import numbers
 from typing import Optional, Tuple
 
 from absl import logging
@@ -39,12 +40,29 @@ import gin
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.core import interface
 from mtf_synthesizer.ops import positions as positions_lib
 from mtf_synthesizer.ops import products
 
 # The functions below by name: each class registers itself when defined.
 BY_NAME = interface.BY_NAME
+
+
+def _default(function: str, setting: str):
+  """A setting's declared default: the default of mesh's keyword."""
+  return declarations.FUNCTIONS[function].setting(setting).default
+
+
+def _uniform(inputs: interface.SynthesisInputs, function: str, variable: str,
+             settings) -> tf.keras.initializers.Initializer:
+  """A variable's declared uniform initializer, for this layer's sizes."""
+  kind, limit = declarations.FUNCTIONS[function].initializer(
+      variable, declarations.Sizes(inputs.model_dim.size, inputs.num_heads,
+                                   inputs.key_dim.size, inputs.max_length),
+      settings)
+  assert kind == declarations.UNIFORM, (function, variable, kind)
+  return interface.uniform(limit)
 
 
 @gin.configurable(module="synthesizers")
@@ -55,9 +73,6 @@ class DotProduct(interface.SynthesizingFunction):
   (default) or applied to the queries, so V here is exactly mesh's attention.
   """
   name = "dot_product"
-  needs_queries = True
-  needs_keys = True
-  indexes_positions = False
 
   @classmethod
   def marker(cls) -> str:
@@ -81,27 +96,26 @@ class Random(interface.SynthesizingFunction):
   starts close to uniform.
   """
   name = "random"
-  input_independent = True
-  marker_variable = "R"
 
-  def __init__(self, initializer_scale: float = 1.0):
+  def __init__(self, initializer_scale: float = _default(
+      "random", "initializer_scale")):
     """Creates the function.
 
     Args:
       initializer_scale: multiplies the default uniform range.
     """
-    self.initializer_scale = initializer_scale
+    self.initializer_scale = self.declared_setting("initializer_scale",
+                                                   initializer_scale)
 
   def matrix(self, inputs: interface.SynthesisInputs) -> mtf.Tensor:
     """Returns the variable R: heads + [query positions, memory positions]."""
     n = inputs.max_length
-    limit = self.initializer_scale * math.sqrt(
-        6.0 / (inputs.num_heads * n + n * n))
     shape = mtf.Shape(inputs.heads_dims + [
         mtf.Dimension(interface.QUERY_POSITIONS, n),
         mtf.Dimension(interface.MEMORY_POSITIONS, n)])
     return mtf.get_variable(
-        inputs.mesh, "R", shape, initializer=interface.uniform(limit),
+        inputs.mesh, "R", shape,
+        initializer=_uniform(inputs, self.name, "R", self.settings()),
         dtype=inputs.variable_dtype, trainable=self.trainable)
 
   def logits(self, inputs, scale=None):
@@ -125,7 +139,6 @@ class FixedRandom(Random):
   R is a non-trainable variable: no gradient, no optimizer slots.
   """
   name = "fixed_random"
-  trainable = False
 
 
 @gin.configurable(module="synthesizers")
@@ -136,37 +149,35 @@ class FactorizedRandom(interface.SynthesizingFunction):
   use before the product, so the work is length * memory_length * k.
   """
   name = "factorized_random"
-  input_independent = True
-  marker_variable = "R1"
 
-  def __init__(self, k: int = 8):
+  def __init__(self, k: int = _default("factorized_random", "k")):
     """Creates the function.
 
     Args:
       k: the rank (the paper uses 8; 32 in Table 7).
     """
-    self.k = check_setting("FactorizedRandom", "k", k, "positive_int")
+    self.k = self.declared_setting("k", k)
 
   def export_settings(self, max_length):
     del max_length
-    return {"k": self.k}
+    return self.settings()
 
   def factors(self, inputs: interface.SynthesisInputs):
     """Returns the variables (R1, R2): heads + [positions, k]."""
     n = inputs.max_length
     rank_dim = mtf.Dimension("synth_rank", self.k)
-    # The scale of a glorot initializer on the release's [k, heads, N].
-    limit = math.sqrt(6.0 / (self.k * (inputs.num_heads + n)))
     r1 = mtf.get_variable(
         inputs.mesh, "R1",
         mtf.Shape(inputs.heads_dims + [
             mtf.Dimension(interface.QUERY_POSITIONS, n), rank_dim]),
-        initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
+        initializer=_uniform(inputs, self.name, "R1", self.settings()),
+        dtype=inputs.variable_dtype)
     r2 = mtf.get_variable(
         inputs.mesh, "R2",
         mtf.Shape(inputs.heads_dims + [
             mtf.Dimension(interface.MEMORY_POSITIONS, n), rank_dim]),
-        initializer=interface.uniform(limit), dtype=inputs.variable_dtype)
+        initializer=_uniform(inputs, self.name, "R2", self.settings()),
+        dtype=inputs.variable_dtype)
     return r1, r2
 
   def logits(self, inputs, scale=None):
@@ -222,10 +233,12 @@ class Dense(interface.SynthesizingFunction):
   W2: hidden -> N; column j of B is the logit for memory position j.
   """
   name = "dense"
-  marker_variable = "w2"
 
-  def __init__(self, hidden_size: Optional[int] = None, use_bias: bool = True,
-               share_query_projection: bool = False):
+  def __init__(self,
+               hidden_size: Optional[int] = _default("dense", "hidden_size"),
+               use_bias: bool = _default("dense", "use_bias"),
+               share_query_projection: bool = _default(
+                   "dense", "share_query_projection")):
     """Creates the function.
 
     Args:
@@ -236,20 +249,14 @@ class Dense(interface.SynthesizingFunction):
         W1 X (the original release's `dense_*` modes); hidden_size and b1 do
         not apply then.
     """
-    self.hidden_size = check_setting("Dense", "hidden_size", hidden_size,
-                                     "optional_positive_int")
-    self.use_bias = check_setting("Dense", "use_bias", use_bias, "bool")
-    self.share_query_projection = check_setting(
-        "Dense", "share_query_projection", share_query_projection, "bool")
-
-  @property
-  def needs_queries(self):
-    return self.share_query_projection
+    self.hidden_size = self.declared_setting("hidden_size", hidden_size)
+    self.use_bias = self.declared_setting("use_bias", use_bias)
+    self.share_query_projection = self.declared_setting(
+        "share_query_projection", share_query_projection)
 
   def export_settings(self, max_length):
     del max_length
-    return {"hidden_size": self.hidden_size, "use_bias": self.use_bias,
-            "share_query_projection": self.share_query_projection}
+    return self.settings()
 
   def logits(self, inputs, scale=None):
     if self.share_query_projection:
@@ -291,14 +298,14 @@ class Dense(interface.SynthesizingFunction):
 
 
 def check_setting(owner: str, name: str, value, kind: str):
-  """A function's or layer's setting, checked as the PyTorch config checks it.
+  """A layer's setting, checked as the PyTorch config checks it.
 
   Args:
     owner: the class, for the message.
     name: the setting.
     value: its value.
-    kind: "positive_int", "optional_positive_int" (None: the default) or
-      "bool".
+    kind: a kind of `synthesizing_functions` ("positive_int",
+      "optional_positive_int" (None: the default), "bool" or "number").
 
   Returns:
     value.
@@ -306,24 +313,11 @@ def check_setting(owner: str, name: str, value, kind: str):
   Raises:
     ValueError: naming the setting, the value and what would be valid.
   """
-  integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-  if kind == "bool":
-    valid = isinstance(value, bool)
-    wanted = "True or False"
-  else:
-    valid = (integer and value >= 1) or (
-        kind == "optional_positive_int" and value is None)
-    wanted = "positive: an integer >= 1" + (
-        ", or None" if kind == "optional_positive_int" else "")
-  if not valid:
-    raise ValueError("%s.%s must be %s, got %r" % (owner, name, wanted, value))
-  return value
+  return declarations.check(kind, value, "%s.%s" % (owner, name))
 
 
-def default_factors(n: int) -> Tuple[int, int]:
-  """Returns (a, b) with a * b == n and a the largest divisor <= sqrt(n)."""
-  a = max(d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0)
-  return a, n // a
+# FD's default split of max_length (its declaration's rule).
+default_factors = declarations.default_factors
 
 
 def _next_composite(n: int) -> int:
@@ -344,10 +338,12 @@ class FactorizedDense(interface.SynthesizingFunction):
   C_{i,j} = A_{i, j mod a} * B_{i, floor(j / a)}.
   """
   name = "factorized_dense"
-  marker_variable = "wa"
 
-  def __init__(self, a: Optional[int] = None, b: Optional[int] = None,
-               hidden_size: Optional[int] = None, use_bias: bool = True):
+  def __init__(self, a: Optional[int] = _default("factorized_dense", "a"),
+               b: Optional[int] = _default("factorized_dense", "b"),
+               hidden_size: Optional[int] = _default("factorized_dense",
+                                                     "hidden_size"),
+               use_bias: bool = _default("factorized_dense", "use_bias")):
     """Creates the function.
 
     Args:
@@ -357,12 +353,10 @@ class FactorizedDense(interface.SynthesizingFunction):
       hidden_size: per-head hidden width (default d_kv).
       use_bias: add biases to the three projections.
     """
-    self.a = check_setting("FactorizedDense", "a", a, "optional_positive_int")
-    self.b = check_setting("FactorizedDense", "b", b, "optional_positive_int")
-    self.hidden_size = check_setting("FactorizedDense", "hidden_size",
-                                     hidden_size, "optional_positive_int")
-    self.use_bias = check_setting("FactorizedDense", "use_bias", use_bias,
-                                  "bool")
+    self.a = self.declared_setting("a", a)
+    self.b = self.declared_setting("b", b)
+    self.hidden_size = self.declared_setting("hidden_size", hidden_size)
+    self.use_bias = self.declared_setting("use_bias", use_bias)
 
   def factor_sizes(self, n: int) -> Tuple[int, int]:
     """Returns (a, b) for max_length n, checking a * b == n.

@@ -11,10 +11,12 @@
   * model.safetensors: every variable of the checkpoint, float32, under the
     PyTorch name of `parameter_name` (optimizer slots left out);
   * the PyTorch model's code, every module of `mtf_synthesizer/hf_model/`
-    (`MODEL_CODE_FILES`: the configuration, the functions, the attention,
-    the model, its loss, the checks of its arguments and the list of
-    functions from outside the package), and the module of each such
-    function the model uses (`hf_tools/extensions.py`);
+    (`MODEL_CODE_FILES`: the configuration, the functions' declarations
+    (`mtf_synthesizer/synthesizing_functions.py`, which the folder links
+    to), the functions, the attention, the model, its loss, the checks of
+    its arguments and the list of functions from outside the package), and
+    the module of each such function the model uses
+    (`hf_tools/extensions.py`);
   * a model card (README.md; `hf_tools/model_card.py`);
   * the tokenizer: `ByT5Tokenizer` for the byte vocabulary, `T5Tokenizer`
     for a SentencePiece model, with the run's extra ids;

@@ -57,8 +57,7 @@ def per_head_tables() -> Dict[str, int]:
   ranks = {}
   for function in functions:
     shapes = reference.variable_shapes(function, d_model=2, num_heads=3,
-                                       d_kv=4, max_length=6, k=2,
-                                       factors=(2, 3))
+                                       d_kv=4, max_length=6)
     for variable, shape in shapes.items():
       scope, _, leaf = variable.rpartition("/")
       if scope == function and leaf not in _FIRST_LAYER:

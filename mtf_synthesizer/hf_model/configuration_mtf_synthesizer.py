@@ -26,6 +26,18 @@ from huggingface_hub.dataclasses import validated_field
 from transformers import PreTrainedConfig
 from transformers.utils import logging
 
+# The functions' declarations (the package's `synthesizing_functions`, of
+# which this folder's file is a link, and a saved model's folder a copy).
+# pylint: disable=relative-beyond-top-level
+from .synthesizing_functions_mtf_synthesizer import default_factors
+from .synthesizing_functions_mtf_synthesizer import field_defaults
+from .synthesizing_functions_mtf_synthesizer import Function
+from .synthesizing_functions_mtf_synthesizer import FUNCTIONS as DECLARED
+from .synthesizing_functions_mtf_synthesizer import PACKAGE_FUNCTIONS
+from .synthesizing_functions_mtf_synthesizer import register
+from .synthesizing_functions_mtf_synthesizer import VANILLA
+# pylint: enable=relative-beyond-top-level
+
 logger = logging.get_logger(__name__)
 
 # transformers' model types of T5's family and layout, which `from_t5`
@@ -69,57 +81,67 @@ class FunctionSettings:
     return fields
 
 
+def function_settings(function: Function) -> FunctionSettings:
+  """A function's row of FUNCTION_SETTINGS, from its declaration.
+
+  Args:
+    function: its declaration (`synthesizing_functions_mtf_synthesizer`).
+
+  Returns:
+    The field each of its settings fills (those of mesh's initializer fill
+    none: the weights carry them), and whether it reads
+    `synthesizer_max_length`.
+  """
+  return FunctionSettings(
+      {s.name: SettingField(s.field, s.item) for s in function.settings
+       if s.field is not None}, function.reads_max_length)
+
+
 # The synthesizing functions (mesh's names, `mtf_synthesizer.synthesizers`)
-# and their settings: the table that the configuration checks names against
-# without torch, that the export reads mesh's settings into fields by, and
-# that functions_mtf_synthesizer.py implements (one class per name; the dot
-# product is the kernel's Q K^T).
-FUNCTION_SETTINGS = {
-    "dot_product": FunctionSettings(reads_max_length=False),
-    "random": FunctionSettings(),
-    "fixed_random": FunctionSettings(),
-    "factorized_random": FunctionSettings({
-        "k": SettingField("factorized_random_k")}),
-    "dense": FunctionSettings({
-        "hidden_size": SettingField("dense_hidden_size"),
-        "use_bias": SettingField("synthesizer_use_bias"),
-        "share_query_projection": SettingField(
-            "dense_share_query_projection")}),
-    "factorized_dense": FunctionSettings({
-        "a": SettingField("factorized_dense_factors", 0),
-        "b": SettingField("factorized_dense_factors", 1),
-        "hidden_size": SettingField("dense_hidden_size"),
-        "use_bias": SettingField("synthesizer_use_bias")}),
-}
+# and their settings, read from their declarations: the table that the
+# configuration checks names against without torch, that the export reads
+# mesh's settings into fields by, and that functions_mtf_synthesizer.py
+# implements (one class per name; the dot product is the kernel's Q K^T).
+FUNCTION_SETTINGS = {name: function_settings(DECLARED[name])
+                     for name in PACKAGE_FUNCTIONS}
+
+# Each field's default, the declared default of the settings that fill it.
+_DEFAULTS = field_defaults({name: DECLARED[name]
+                            for name in PACKAGE_FUNCTIONS})
 
 
-# The package's own functions: an extension may not take their names.
-_OWN_FUNCTIONS = frozenset(FUNCTION_SETTINGS)
-
-
-def register_function(name: str, settings: FunctionSettings) -> None:
+def register_function(function: Function) -> None:
   """Declares a synthesizing function defined outside this package.
 
   Its module calls this before it defines its class (a subclass of
-  `functions_mtf_synthesizer.MtfSynthesizerFunction` named `name`), and
-  imports the model code relatively (`from .functions_mtf_synthesizer
-  import ...`), so that it runs beside a saved model's code too. See
-  docs/architecture.md, "How to add a synthesizing function".
+  `functions_mtf_synthesizer.MtfSynthesizerFunction` named as the
+  function), and imports the model code relatively (`from
+  .functions_mtf_synthesizer import ...`), so that it runs beside a saved
+  model's code too. See docs/architecture.md, "How to add a synthesizing
+  function".
 
   Args:
-    name: the function's name (mesh's, `synthesizers.BY_NAME`).
-    settings: its FunctionSettings row.
+    function: its declaration (a `synthesizing_functions.Function`, e.g.
+      a function's of the package `renamed`), whose settings fill fields
+      of the configuration.
 
   Raises:
     ValueError: the name is one of this package's functions, or is
-      declared already with other settings.
+      declared already otherwise; a setting fills no field there is.
   """
-  known = FUNCTION_SETTINGS.get(name)
-  if known is not None and (name in _OWN_FUNCTIONS or known != settings):
+  for setting in function.settings:
+    if setting.field is not None and (
+        setting.field not in MtfSynthesizerConfig.__annotations__):
+      raise ValueError("%s.%s fills %r, which is not a field of "
+                       "MtfSynthesizerConfig" % (function.name, setting.name,
+                                                 setting.field))
+  known = FUNCTION_SETTINGS.get(function.name)
+  if known is not None and function.name in PACKAGE_FUNCTIONS:
     raise ValueError(
         "synthesizing function %r is declared already (%s): an extension "
-        "needs a name of its own" % (name, known))
-  FUNCTION_SETTINGS[name] = settings
+        "needs a name of its own" % (function.name, known))
+  register(function)
+  FUNCTION_SETTINGS[function.name] = function_settings(function)
 
 
 # The activations of the feed-forward layer, alone or after "gated-": mesh's
@@ -128,21 +150,6 @@ def register_function(name: str, settings: FunctionSettings) -> None:
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu_pytorch_tanh",
                "gelu_new": "gelu_pytorch_tanh", "silu": "silu",
                "swish": "silu", "linear": "linear"}
-
-
-def default_factors(n: int) -> Tuple[int, int]:
-  """FD's default (a, b): a the largest divisor of n with a <= sqrt(n).
-
-  mesh's `synthesizers.default_factors`.
-
-  Args:
-    n: N, synthesizer_max_length.
-
-  Returns:
-    (a, n // a).
-  """
-  a = max(d for d in range(1, int(n**0.5) + 1) if n % d == 0)
-  return a, n // a
 
 
 # Each field's check beyond its type (the type annotation's check runs
@@ -262,12 +269,12 @@ class MtfSynthesizerConfig(PreTrainedConfig):
 
   # The Synthesizer's own fields.
   encoder_synthesizers: str | Sequence[str] = _field(
-      _functions, ("dot_product",))
+      _functions, (VANILLA,))
   """The encoder's synthesizing functions (the causal LM reads
   decoder_synthesizers), a tuple or "+"-joined; several make a mixture
   (eq. 8)."""
   decoder_synthesizers: str | Sequence[str] = _field(
-      _functions, ("dot_product",))
+      _functions, (VANILLA,))
   """The decoder's synthesizing functions."""
   synthesizer_max_length: int = _field(_positive, 512)
   """N, the positions of R, FR, D and FD's tables: the longest sequence a
@@ -275,16 +282,21 @@ class MtfSynthesizerConfig(PreTrainedConfig):
   learned_mixture_weights: bool = True
   """A mixture learns its weights alpha (softmax over functions, per head);
   else each function weighs 1."""
-  factorized_random_k: int = _field(_positive, 8)
+  # The functions' settings: their defaults are the declarations'.
+  factorized_random_k: int = _field(_positive,
+                                    _DEFAULTS["factorized_random_k"])
   """FR's rank k (eq. 7)."""
-  factorized_dense_factors: Sequence[int] | None = _field(_factors, None)
+  factorized_dense_factors: Sequence[int] | None = _field(
+      _factors, _DEFAULTS["factorized_dense_factors"])
   """FD's (a, b), a * b = N; None: the largest divisor a <= sqrt(N)."""
-  dense_hidden_size: int | None = _field(_positive_or_none, None)
+  dense_hidden_size: int | None = _field(_positive_or_none,
+                                         _DEFAULTS["dense_hidden_size"])
   """Per-head hidden width of D's and FD's first layer; None: d_kv."""
-  dense_share_query_projection: bool = False
+  dense_share_query_projection: bool = _DEFAULTS[
+      "dense_share_query_projection"]
   """D's first layer is the query projection (the original release's dense
   modes)."""
-  synthesizer_use_bias: bool = True
+  synthesizer_use_bias: bool = _DEFAULTS["synthesizer_use_bias"]
   """D and FD have biases b1, b2."""
   relative_attention_type: Literal["bias", "bias_shared"] | None = (
       "bias_shared")
@@ -368,8 +380,7 @@ class MtfSynthesizerConfig(PreTrainedConfig):
     a composite N; factors (1, N) given explicitly are allowed.
     """
     factors = default_factors(n)
-    if factors[0] == 1 and "factorized_dense" in (
-        self.encoder_synthesizers + self.decoder_synthesizers):
+    if factors[0] == 1 and self._reads_factors():
       raise ValueError(
           "MtfSynthesizerConfig.synthesizer_max_length=%d has no split a * b "
           "with a, b > 1 (%s), so factorized_dense (FD) would be Dense: "
@@ -378,10 +389,15 @@ class MtfSynthesizerConfig(PreTrainedConfig):
               n, "it is prime" if n > 1 else "it is 1", n))
     super().__setattr__("factorized_dense_factors", factors)
 
+  def _reads_factors(self) -> bool:
+    """A function of the stacks reads `factorized_dense_factors` (FD)."""
+    return any(s.field == "factorized_dense_factors"
+               for name in self.encoder_synthesizers + self.decoder_synthesizers
+               for s in DECLARED[name].settings)
+
   def validate_factorized_dense(self) -> None:
     """FD's factors multiply to N."""
-    if "factorized_dense" in (self.encoder_synthesizers +
-                              self.decoder_synthesizers):
+    if self._reads_factors():
       a, b = self.factorized_dense_factors
       if a * b != self.synthesizer_max_length:
         raise ValueError(

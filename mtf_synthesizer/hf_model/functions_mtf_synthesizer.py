@@ -10,12 +10,13 @@ Per head h, for a query at position i and a memory position j:
   FactorizedRandom     S_ij = (R1 R2^T)_ij                        eq. 7
   DotProduct (V)       S_ij = Q_i . K_j
 
-Each class registers itself in `FUNCTIONS` under mesh's name; the
-attention layer (attention_mtf_synthesizer.py) composes them (eq. 8).
+Each class registers itself in `FUNCTIONS` under mesh's name and takes its
+properties from the function's declaration
+(synthesizing_functions_mtf_synthesizer.py); the attention layer
+(attention_mtf_synthesizer.py) composes them (eq. 8).
 """
 
 import dataclasses
-import math
 from typing import Dict, NamedTuple, Optional, Tuple, Union
 
 import torch
@@ -25,6 +26,10 @@ from torch import nn
 from .configuration_mtf_synthesizer import FUNCTION_SETTINGS
 # pylint: disable-next=relative-beyond-top-level
 from .configuration_mtf_synthesizer import MtfSynthesizerConfig
+# pylint: disable-next=relative-beyond-top-level
+from .synthesizing_functions_mtf_synthesizer import FUNCTIONS as DECLARED
+# pylint: disable-next=relative-beyond-top-level
+from .synthesizing_functions_mtf_synthesizer import Sizes
 
 
 def _linear(d_in: int, d_out: int, std: float, bias: bool = False,
@@ -167,18 +172,19 @@ FUNCTIONS: Dict[str, type] = {}
 class MtfSynthesizerFunction(nn.Module):
   """A synthesizing function's module: what it computes and how it starts.
 
-  A subclass declares everything the rest of the model needs, with mesh's
+  A subclass gives everything the rest of the model needs, with mesh's
   names for the same properties (`mtf_synthesizer.synthesizers`): `name`
   (its key in FUNCTIONS and FUNCTION_SETTINGS; defining the class
-  registers it), `contributes` (COLUMNS or BIAS), `input_independent` (its
-  logits do not depend on the input: one [1, heads, t, s] for the whole
-  batch), `trainable` (its weights train), `needs_queries` (it reads the
-  layer's unscaled queries), `needs_keys` (its columns are the layer's own
-  query projection and keys, `LayerProjections`: the layer computes keys,
-  which the cache keeps), `training_flops()` (its own products' FLOPs,
-  for the benchmark's MFU) and `initializers()` (mesh's initializer of
-  each weight it holds itself; `nn.Linear` layers carry theirs, see
-  `_linear`). Its weights have mesh's local names
+  registers it and sets the properties its declaration states:
+  `input_independent`, its logits do not depend on the input: one [1,
+  heads, t, s] for the whole batch; `trainable`, its weights train;
+  `needs_queries`, it reads the layer's unscaled queries; `needs_keys`,
+  its columns are the layer's own query projection and keys,
+  `LayerProjections`: the layer computes keys, which the cache keeps),
+  `contributes` (COLUMNS or BIAS), `training_flops()` (its own products'
+  FLOPs, for the benchmark's MFU) and `initializers()` (mesh's
+  initializer of each weight it holds itself, as declared; `nn.Linear`
+  layers carry theirs, see `_linear`). Its weights have mesh's local names
   (`<function>/<name>`), which is how the export finds them.
   """
   name = ""
@@ -193,10 +199,37 @@ class MtfSynthesizerFunction(nn.Module):
     if cls.__dict__.get("name"):
       if cls.name not in FUNCTION_SETTINGS:
         raise ValueError(
-            "synthesizing function %r is not in the configuration's "
-            "FUNCTION_SETTINGS (%s): add its FunctionSettings row there" %
+            "synthesizing function %r is not declared (%s): declare it in "
+            "synthesizing_functions.py, or, outside the package, with the "
+            "configuration's register_function" %
             (cls.name, ", ".join(FUNCTION_SETTINGS)))
+      declaration = DECLARED[cls.name]
+      cls.input_independent = declaration.input_independent
+      cls.trainable = declaration.trainable
+      cls.needs_keys = declaration.needs_keys
+      if "needs_queries" not in cls.__dict__:
+        cls.needs_queries = declaration.needs_queries
       FUNCTIONS[cls.name] = cls
+
+  @classmethod
+  def declared_initializers(cls, config: MtfSynthesizerConfig,
+                            settings: Dict[str, object]
+                            ) -> Dict[str, Tuple[str, float]]:
+    """The declared initializer of each of its variables, by leaf name.
+
+    Args:
+      config: the model's configuration.
+      settings: the function's settings, by their names in the
+        declaration.
+
+    Returns:
+      Leaf name -> (kind, scale), as `initializers()` gives them.
+    """
+    declaration = DECLARED[cls.name]
+    sizes = Sizes(config.d_model, config.num_heads, config.d_kv,
+                  config.synthesizer_max_length)
+    return {v.leaf: declaration.initializer(v.name, sizes, settings)
+            for v in declaration.variables_of(settings)}
 
   def initializers(self, config: MtfSynthesizerConfig
                    ) -> Dict[str, Tuple[str, float]]:
@@ -305,7 +338,6 @@ class MtfSynthesizerDotProduct(MtfSynthesizerFunction):
   """
   name = "dot_product"
   contributes = COLUMNS
-  needs_keys = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -390,11 +422,6 @@ def columns_product(query: torch.Tensor, key: torch.Tensor,
   return out
 
 
-def _glorot_limit(fan_in: int, fan_out: int) -> float:
-  """The glorot uniform limit sqrt(6 / (fan_in + fan_out))."""
-  return math.sqrt(6.0 / (fan_in + fan_out))
-
-
 def _scaled_table(table: torch.Tensor, scale: Optional[torch.Tensor]):
   """table [heads, ...] * scale [heads], in float32."""
   table = _cast(table, torch.float32)
@@ -455,7 +482,6 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
   """R (eq. 4): a trainable [heads, N, N] table, read at the positions."""
   name = "random"
   contributes = BIAS
-  input_independent = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -468,8 +494,7 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
 
   def initializers(self, config):
     # The original release's glorot scale on its [N, heads, N] variable.
-    n = config.synthesizer_max_length
-    return {"R": ("uniform", _glorot_limit(config.num_heads * n, n * n))}
+    return {"R": self.declared_initializers(config, {})["R"]}
 
   def forward(self, hidden, queries, positions: Positions, scale=None):
     del hidden, queries
@@ -488,14 +513,12 @@ class MtfSynthesizerRandom(MtfSynthesizerFunction):
 class MtfSynthesizerFixedRandom(MtfSynthesizerRandom):
   """Fix (eq. 4): R drawn at initialization and never trained (a buffer)."""
   name = "fixed_random"
-  trainable = False
 
 
 class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
   name = "factorized_random"
   contributes = COLUMNS
-  input_independent = True
 
   def __init__(self, config: MtfSynthesizerConfig):
     super().__init__()
@@ -505,10 +528,8 @@ class MtfSynthesizerFactorizedRandom(MtfSynthesizerFunction):
     self.R2 = nn.Parameter(torch.empty(shape))
 
   def initializers(self, config):
-    limit = _glorot_limit(config.factorized_random_k * config.num_heads,
-                          config.factorized_random_k *
-                          config.synthesizer_max_length)
-    return {"R1": ("uniform", limit), "R2": ("uniform", limit)}
+    return self.declared_initializers(
+        config, {"k": config.factorized_random_k})
 
   def training_flops(self, batch, length, memory_length):
     """R1 R2^T: 2 h t s k, once for the batch."""
@@ -604,7 +625,8 @@ class MtfSynthesizerDense(_DenseHidden):
 
   @property
   def needs_queries(self) -> bool:
-    return self.share_query_projection
+    return DECLARED[self.name].reads_queries(
+        {"share_query_projection": self.share_query_projection})
 
   def training_flops(self, batch, length, memory_length):
     """W1 (unless the queries stand in) and W2's columns in use."""
@@ -645,7 +667,6 @@ class MtfSynthesizerFactorizedDense(_DenseHidden):
   Not a low-rank product: the fused kernel gets it as a bias.
   """
   name = "factorized_dense"
-  needs_queries = False
   contributes = BIAS
 
   def __init__(self, config: MtfSynthesizerConfig):

@@ -8,20 +8,31 @@ load_extension`; its imports are relative,
 so the same file runs beside a saved model's code.
 """
 
+import dataclasses
+
 import torch
 from torch import nn
 
 # pylint: disable=relative-beyond-top-level
-from .configuration_mtf_synthesizer import FunctionSettings
 from .configuration_mtf_synthesizer import register_function
 from .functions_mtf_synthesizer import MtfSynthesizerRandom
+from .synthesizing_functions_mtf_synthesizer import FUNCTIONS
+from .synthesizing_functions_mtf_synthesizer import ONES
+from .synthesizing_functions_mtf_synthesizer import Variable
 
-register_function("tempered_random", FunctionSettings())
+NAME = "tempered_random"
+# R's declaration under its own name, with the temperature beside R (as
+# the mesh side declares it).
+_TEMPERED = FUNCTIONS["random"].renamed(NAME, label="R*tau",
+                                        equation="eq. 4, tempered")
+DECLARATION = dataclasses.replace(_TEMPERED, variables=_TEMPERED.variables + (
+    Variable(NAME + "/temperature", ("heads",), ONES),))
+register_function(DECLARATION)
 
 
 class MtfSynthesizerTemperedRandom(MtfSynthesizerRandom):
   """tau_h R_h: R's table, scaled by a learned temperature per head."""
-  name = "tempered_random"
+  name = NAME
 
   def __init__(self, config):
     super().__init__(config)

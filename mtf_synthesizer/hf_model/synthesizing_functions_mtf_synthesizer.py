@@ -1,0 +1,1 @@
+../synthesizing_functions.py
