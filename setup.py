@@ -60,10 +60,10 @@ setuptools.setup(
         "mtf-synthesizer-from-t5=_mtf_synthesizer_commands:from_t5",
         "mtf-synthesizer-tpu-job=mtf_synthesizer.commands.tpu_job:main",
         "mtf-synthesizer-data=mtf_synthesizer.commands.data:main",
-        "mtf-synthesizer-flax-from-mesh="
-        "mtf_synthesizer.commands.flax_from_mesh:main",
         "mtf-synthesizer-convert-release-checkpoint="
         "mtf_synthesizer.commands.convert_release_checkpoint:main",
+        "mtf-synthesizer-flax-from-mesh="
+        "mtf_synthesizer.commands.flax_from_mesh:main",
     ]},
     # Loading a model that mtf-synthesizer-export-hf wrote, in PyTorch
     # (transformers and safetensors come with t5).

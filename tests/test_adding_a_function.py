@@ -103,6 +103,14 @@ def test_every_registry_of_a_function_is_a_step(name):
       steps)
   torch_class = functions_mtf_synthesizer.FUNCTIONS[name]
   assert _relative(inspect.getsourcefile(torch_class)) in steps
+  # The Flax module (read as text: JAX is another environment), a site; the
+  # dot product is the Flax attention's own projections.
+  flax_file = os.path.join("mtf_synthesizer", "flax_model", "functions.py")
+  assert flax_file in steps
+  if name != declarations.VANILLA:
+    with open(os.path.join(conftest.REPO, flax_file)) as f:
+      assert re.search(r'^  name_declared = "%s"$' % name, f.read(),
+                       re.M), name
   # Its configuration row and the reference's variables: the declaration's,
   # no site of their own.
   configuration = configuration_mtf_synthesizer
@@ -127,10 +135,15 @@ def test_every_list_of_a_variant_is_a_step(variant):
   _, steps = _steps()
   assert _relative(attentions.__file__) in steps
   gin_step = [p for p in steps if p.startswith("gin/")]
-  assert gin_step == [os.path.join("gin", "synthesizer", "<variant>.gin")]
+  assert sorted(gin_step) == [os.path.join("gin", folder, "<variant>.gin")
+                              for folder in ("flax", "synthesizer")]
   assert variant.gin_file == "synthesizer/%s.gin" % variant.name
   assert os.path.exists(os.path.join(conftest.REPO, "gin",
                                      variant.gin_file))
+  # The Flax model's file binds the variant by its name.
+  with open(os.path.join(conftest.REPO, "gin", "flax",
+                         variant.name + ".gin")) as f:
+    assert 'T5Config.variant = "%s"' % variant.name in f.read()
   routes = os.path.join("docs", "pytorch.md")
   assert routes in steps
   with open(os.path.join(conftest.REPO, routes)) as f:

@@ -53,12 +53,11 @@ NOT_IN_THE_CHECKOUT = {
     "mtf_synthesizer/gin/": "where setup.py installs gin/",
     "synthesizer/nonexistent.gin": "docs/quickstart.md's example of an error",
     "operative_config.gin": "a model directory's, which mesh writes",
+    "config.gin": "a converted directory's, which "
+                  "mtf-synthesizer-flax-from-mesh writes",
     # The package's own name for core.synthesizers (gin's `synthesizers.*`),
     # also a former path that docs/architecture.md explains.
     "mtf_synthesizer.synthesizers": "mtf_synthesizer/__init__.py exports it",
-    # The JAX side's folder, which its own branch adds; the steps of a new
-    # function name it already.
-    "mtf_synthesizer/flax_model/": "the JAX side's, added with it",
 }
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}

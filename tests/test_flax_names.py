@@ -56,8 +56,10 @@ def _attention(module: str, components: Sequence[str], d: int, h: int,
     for kind in components:
       if kind == "dot_product":
         continue
+      settings = {"factorized_random": {"k": k},
+                  "factorized_dense": dict(zip("ab", factors))}.get(kind)
       for local, shape in reference.variable_shapes(
-          kind, d, h, dk, n, k, factors).items():
+          kind, d, h, dk, n, settings).items():
         out["%s/%s" % (module, local)] = tuple(shape)
     if len(components) > 1:
       out[module + "/mixture/alpha_logits"] = (len(components), h)
@@ -117,8 +119,10 @@ def _kept_tree(name: str) -> Dict[str, Tuple[int, ...]]:
   a = next((s[2] for n, s in shapes.items() if n.endswith("/wa")), 2)
   b = next((s[2] for n, s in shapes.items() if n.endswith("/wb")), 4)
   dims = mesh_reference.DIMS
+  # mesh's own SelfAttention (a released T5's layout) is the dot product.
+  components = attentions.get(case.variant).components or ("dot_product",)
   return expected_tree(
-      attentions.get(case.variant).components, d=dims["d_model"],
+      components, d=dims["d_model"],
       h=dims["num_heads"], dk=dims["d_kv"], d_ff=dims["d_ff"], vocab=384,
       encoder_layers=dims["num_layers"], decoder_layers=dims["num_layers"],
       causal_lm=case.model_type == "lm", gated=case.layout == "t5.1.1",

@@ -57,6 +57,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional,
 
 import numpy as np
 
+from mtf_synthesizer import synthesizing_functions as declarations
 from mtf_synthesizer.checkpoints import names
 
 Shape = Tuple[int, ...]
@@ -181,17 +182,11 @@ class Rule:
 
 
 def _function_ranks() -> Dict[str, int]:
-  """Every synthesizing function's table leaves -> their full rank."""
-  # pylint: disable-next=g-import-not-at-top
-  from mtf_synthesizer.core import reference
-  ranks = {}
-  for kind in ("random", "fixed_random", "factorized_random", "dense",
-               "factorized_dense"):
-    shapes = reference.variable_shapes(kind, d_model=2, num_heads=3, d_kv=4,
-                                       max_length=6, k=2, factors=(2, 3))
-    for variable, shape in shapes.items():
-      ranks[variable] = len(shape)
-  return ranks
+  """Every synthesizing function's own variables -> their full rank."""
+  return {v.name: len(v.shape)
+          for function in declarations.FUNCTIONS.values()
+          for v in function.variables
+          if v.initializer != declarations.LAYER}
 
 
 _RANKS = _function_ranks()

@@ -222,7 +222,7 @@ class SynthesizerAttention(nn.Module):
           "the prompts to one length and prefill them whole.")
     names = self.function_names
     settings = {n: self._settings(n) for n in names}
-    synthesized = [n for n in names if n != "dot_product"]
+    synthesized = [n for n in names if functions_lib.reads_max_length(n)]
     embed = inputs_q.shape[-1]
     if synthesized and inputs_q.shape[1] != inputs_kv.shape[1]:
       raise ValueError(
@@ -233,7 +233,7 @@ class SynthesizerAttention(nn.Module):
     h, d = self.num_heads, self.head_dim
     reads_queries = any(functions_lib.needs_queries(n, settings[n])
                         for n in names)
-    needs_keys = "dot_product" in names
+    needs_keys = any(functions_lib.declaration(n).needs_keys for n in names)
     projection = dict(features=(h, d), axes=("embed", "heads", "kv"),
                       dtype=self.dtype, param_dtype=self.param_dtype)
     queries = None

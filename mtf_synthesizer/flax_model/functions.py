@@ -20,7 +20,6 @@ layer's projections (`attention.SynthesizerAttention`).
 """
 
 import dataclasses
-import math
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import flax.linen as nn
@@ -28,72 +27,64 @@ import jax
 from jax import lax
 import jax.numpy as jnp
 
+from mtf_synthesizer import synthesizing_functions as declared
+
 Array = jax.Array
 Initializer = Callable[..., Array]
 
-# THE settings of every synthesizing function and their defaults, read from
-# this one dict only. To be read from the package's declarations module of
-# the synthesizing functions (`mtf_synthesizer.synthesizing_functions`) once
-# it exists: replace this dict by that module's defaults.
-# A hidden_size of None means d_kv; FD's a and b of None mean
-# `default_factors(max_length)`.
-_SETTINGS_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    "dot_product": {},
-    "random": {"initializer_scale": 1.0},
-    "fixed_random": {"initializer_scale": 1.0},
-    "factorized_random": {"k": 8},
-    "dense": {"hidden_size": None, "use_bias": True,
-              "share_query_projection": False},
-    "factorized_dense": {"a": None, "b": None, "hidden_size": None,
-                         "use_bias": True},
-}
+def declaration(name: str) -> declared.Function:
+  """A synthesizing function's declaration (`synthesizing_functions`).
 
-# The functions that hold tables of `max_length` positions.
-READS_MAX_LENGTH = frozenset(n for n in _SETTINGS_DEFAULTS
-                             if n != "dot_product")
-# Functions whose variables are never trained (stop_gradient; excluded from
-# the optimizer by `trainable_mask`).
-NOT_TRAINED = frozenset(["fixed_random"])
+  Args:
+    name: the function's name (mesh's, e.g. "factorized_random").
+
+  Returns:
+    The declared Function.
+
+  Raises:
+    ValueError: an unknown function.
+  """
+  if name not in declared.FUNCTIONS:
+    raise ValueError("Unknown synthesizing function %r; known: %s." % (
+        name, ", ".join(declared.FUNCTIONS)))
+  return declared.FUNCTIONS[name]
 
 
 def function_settings(name: str,
                       overrides: Optional[Mapping[str, Any]] = None
                       ) -> Dict[str, Any]:
-  """A synthesizing function's settings: the defaults and `overrides`.
+  """A synthesizing function's settings: the declared defaults, `overrides`.
+
+  A hidden_size of None means d_kv; FD's a and b of None mean
+  `default_factors(max_length)` (the declarations' rules).
 
   Args:
     name: the function's name (mesh's, e.g. "factorized_random").
     overrides: settings to change, e.g. {"k": 32}.
 
   Returns:
-    Setting name -> value.
+    Setting name -> value, for every setting.
 
   Raises:
-    ValueError: an unknown function or setting.
+    ValueError: an unknown function or setting, or a value its setting's
+      kind refuses.
   """
-  if name not in _SETTINGS_DEFAULTS:
-    raise ValueError("Unknown synthesizing function %r; known: %s." % (
-        name, ", ".join(_SETTINGS_DEFAULTS)))
-  settings = dict(_SETTINGS_DEFAULTS[name])
-  for key, value in (overrides or {}).items():
-    if key not in settings:
-      raise ValueError("Unknown setting %r of %s; its settings: %s." % (
-          key, name, ", ".join(settings) or "none"))
-    settings[key] = value
-  return settings
+  function = declaration(name)
+  unknown = sorted(set(overrides or {}) - set(function.defaults()))
+  if unknown:
+    raise ValueError("Unknown setting %r of %s; its settings: %s." % (
+        unknown[0], name, ", ".join(function.defaults()) or "none"))
+  return function.resolve(overrides)
+
+
+def reads_max_length(name: str) -> bool:
+  """Whether a function holds tables of `max_length` positions."""
+  return declaration(name).reads_max_length
 
 
 def default_factors(n: int) -> Tuple[int, int]:
-  """FD's default (a, b): a the largest divisor of n with a <= sqrt(n).
-
-  Args:
-    n: N, max_length.
-
-  Returns:
-    (a, n // a).
-  """
-  a = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
-  return a, n // a
+  """FD's default (a, b) for max_length n (the declarations' rule)."""
+  return declared.default_factors(n)
 
 
 def factor_sizes(a: Optional[int], b: Optional[int],
@@ -201,24 +192,30 @@ class SynthesizingFunction(nn.Module):
   dtype: Any = jnp.float32
   param_dtype: Any = jnp.float32
 
-  def _param(self, name: str, init: Initializer, shape: Tuple[int, ...],
-             axes: Tuple[Optional[str], ...]) -> Array:
+  name_declared = ""  # the function's name in the declarations
+
+  def _param(self, name: str, shape: Tuple[int, ...],
+             axes: Tuple[Optional[str], ...], d_model: int = 0) -> Array:
+    """The variable `name`, drawn as its declaration says (mesh's draw)."""
+    kind, value = declaration(self.name_declared).initializer(
+        name, declared.Sizes(d_model, self.num_heads, self.head_dim,
+                             self.max_length), self.settings)
+    init = {declared.UNIFORM: lambda: uniform(value),
+            declared.NORMAL: lambda: normal(value),
+            declared.ZEROS: lambda: nn.initializers.zeros}[kind]()
     return self.param(name, nn.with_logical_partitioning(init, axes), shape,
                       self.param_dtype)
 
 
 class Random(SynthesizingFunction):
   """R (eq. 4): a trainable table [heads, N, N], read at the positions."""
-  trainable = True
+  name_declared = "random"
 
   @nn.compact
   def __call__(self, inputs: SynthesisInputs) -> Array:
     h, n = self.num_heads, self.max_length
-    limit = self.settings.get("initializer_scale", 1.0) * math.sqrt(
-        6.0 / (h * n + n * n))
-    r = self._param("R", uniform(limit), (h, n, n),
-                    ("heads", "length", "length"))
-    if not self.trainable:
+    r = self._param("R", (h, n, n), ("heads", "length", "length"))
+    if not declaration(self.name_declared).trainable:
       r = lax.stop_gradient(r)
     rows = _query_rows(r, inputs)[:, :, :inputs.memory_length]
     return rows.astype(jnp.float32)[None]
@@ -226,20 +223,18 @@ class Random(SynthesizingFunction):
 
 class FixedRandom(Random):
   """Fix (eq. 4): R drawn at initialization and never trained."""
-  trainable = False
+  name_declared = "fixed_random"
 
 
 class FactorizedRandom(SynthesizingFunction):
   """FR (eq. 7): R1 R2^T, R1 and R2 [heads, N, k]."""
+  name_declared = "factorized_random"
 
   @nn.compact
   def __call__(self, inputs: SynthesisInputs) -> Array:
     h, n, k = self.num_heads, self.max_length, self.settings["k"]
-    limit = math.sqrt(6.0 / (k * (h + n)))
-    r1 = self._param("R1", uniform(limit), (h, n, k),
-                     ("heads", "length", None))
-    r2 = self._param("R2", uniform(limit), (h, n, k),
-                     ("heads", "length", None))
+    r1 = self._param("R1", (h, n, k), ("heads", "length", None))
+    r2 = self._param("R2", (h, n, k), ("heads", "length", None))
     rows = _query_rows(r1, inputs).astype(jnp.float32)
     columns = r2[:, :inputs.memory_length].astype(jnp.float32)
     return jnp.einsum("hqk,hsk->hqs", rows, columns)[None]
@@ -259,26 +254,23 @@ class _DenseHidden(SynthesizingFunction):
         raise ValueError("share_query_projection needs the layer's queries")
       return nn.relu(inputs.queries)
     d = inputs.x.shape[-1]
-    w1 = self._param("w1", normal(d**-0.5), (d, self.num_heads,
-                                             self.hidden_size),
-                     ("embed", "heads", "kv"))
+    w1 = self._param("w1", (d, self.num_heads, self.hidden_size),
+                     ("embed", "heads", "kv"), d)
     y = jnp.einsum("bte,ehk->bthk", inputs.x.astype(self.dtype),
                    w1.astype(self.dtype))
     if self.settings["use_bias"]:
-      y = y + self._param("b1", nn.initializers.zeros,
-                          (self.num_heads, self.hidden_size),
+      y = y + self._param("b1", (self.num_heads, self.hidden_size),
                           ("heads", "kv")).astype(self.dtype)
     return nn.relu(y)
 
   def projection(self, hidden: Array, name: str, width: int) -> Array:
     """hidden [batch, length, heads, c] times w{name} [heads, c, width]."""
     c = hidden.shape[-1]
-    w = self._param("w" + name, normal(c**-0.5), (self.num_heads, c, width),
+    w = self._param("w" + name, (self.num_heads, c, width),
                     ("heads", "kv", None))
     y = jnp.einsum("bthc,hcw->bhtw", hidden, w.astype(hidden.dtype))
     if self.settings["use_bias"]:
-      y = y + self._param("b" + name, nn.initializers.zeros,
-                          (self.num_heads, width),
+      y = y + self._param("b" + name, (self.num_heads, width),
                           ("heads", None)).astype(y.dtype)[None, :, None]
     return y.astype(jnp.float32)
 
@@ -289,24 +281,24 @@ class Dense(_DenseHidden):
   Only the columns of the memory positions are computed: W2's and b2's
   first memory_length columns.
   """
+  name_declared = "dense"
 
   @nn.compact
   def __call__(self, inputs: SynthesisInputs) -> Array:
     hidden = self.hidden(inputs)
     c, n, s = hidden.shape[-1], self.max_length, inputs.memory_length
-    w2 = self._param("w2", normal(c**-0.5), (self.num_heads, c, n),
-                     ("heads", "kv", "length"))
+    w2 = self._param("w2", (self.num_heads, c, n), ("heads", "kv", "length"))
     logits = jnp.einsum("bthc,hcs->bhts", hidden,
                         w2[:, :, :s].astype(hidden.dtype)).astype(jnp.float32)
     if self.settings["use_bias"]:
-      b2 = self._param("b2", nn.initializers.zeros, (self.num_heads, n),
-                       ("heads", "length"))
+      b2 = self._param("b2", (self.num_heads, n), ("heads", "length"))
       logits = logits + b2[:, :s].astype(jnp.float32)[None, :, None]
     return logits
 
 
 class FactorizedDense(_DenseHidden):
   """FD (eq. 5-6): C_ij = A_i[j mod a] * B_i[floor(j / a)], a * b = N."""
+  name_declared = "factorized_dense"
 
   def setup_factors(self) -> Tuple[int, int]:
     return factor_sizes(self.settings.get("a"), self.settings.get("b"),
@@ -337,21 +329,32 @@ class DotProduct(nn.Module):
                       inputs.keys.astype(jnp.float32))
 
 
-# The modules by function name (mesh's `synthesizers.BY_NAME` names).
-MODULES = {
-    "dot_product": DotProduct,
-    "random": Random,
-    "fixed_random": FixedRandom,
-    "factorized_random": FactorizedRandom,
-    "dense": Dense,
-    "factorized_dense": FactorizedDense,
-}
+def _declared_modules(cls: type) -> Dict[str, type]:
+  """Every subclass of cls that names its function, by that name."""
+  out = {}
+  for sub in cls.__subclasses__():
+    if sub.__dict__.get("name_declared"):
+      out[sub.name_declared] = sub
+    out.update(_declared_modules(sub))
+  return out
+
+
+# The modules by function name (the declarations' names): every
+# SynthesizingFunction class with its `name_declared`, and the dot product,
+# which reads the layer's own projections.
+MODULES = dict(_declared_modules(SynthesizingFunction),
+               **{declared.VANILLA: DotProduct})
 
 
 def needs_queries(name: str, settings: Mapping[str, Any]) -> bool:
   """Whether a function reads the layer's query projection."""
-  return name == "dot_product" or bool(
-      settings.get("share_query_projection"))
+  return declaration(name).reads_queries(settings)
+
+
+# Functions whose variables are never trained (stop_gradient; excluded from
+# the optimizer by `trainable_mask`).
+NOT_TRAINED = frozenset(n for n, f in declared.FUNCTIONS.items()
+                        if not f.trainable)
 
 
 def trainable_mask(params: Any) -> Any:
