@@ -5,13 +5,19 @@
 Imports JAX, Flax and gin only (no TensorFlow, mesh or torch).
 
   functions.py   each synthesizing function's math (R, Fix, FR, D, FD, V),
-                 its settings' defaults, `trainable_mask` (Fix untrained)
+                 its settings and initializers read from the declarations
+                 (`mtf_synthesizer.synthesizing_functions`),
+                 `trainable_mask` (Fix untrained)
   attention.py   SynthesizerAttention: the functions composed with eq. 8's
                  learned weights, flaxformer's attention call, the cache
   t5.py          the Flax T5 around it (EncoderDecoder, DecoderOnly,
                  T5Config, make_model): mesh's T5.1.0 and T5.1.1 layouts
   losses.py      mesh's teacher-forced loss and eval metrics
   decoding.py    greedy decoding with the cache
+  mesh_checkpoint.py  a mesh checkpoint read (without TensorFlow) as the
+                 model's parameters, `init_from_t5`'s rule
+  checkpointing.py    the parameters in an orbax checkpoint, with the
+                 model's gin bindings, and back
 
 The parameter tree of `EncoderDecoder` (N a layer index; shapes in
 brackets; T5X/flaxformer's names, the Synthesizer's with mesh's local
