@@ -24,11 +24,12 @@ object per line, a request on stdin, its answer on stdout:
       exits.
 
 A request that fails answers {"ok": false, "error": "..."}. The threads
-are pinned before JAX is imported (`xla_flags`): `--threads 1` turns off
-XLA's multi-threaded Eigen (the matmuls, convolutions and sorts run on the
-calling thread) and sizes the intra-op pool to one.
+are pinned before JAX is imported: the process to the CPUs `--cpus` names
+(XLA sizes its CPU thread pool, which its XNNPACK/YNNPACK matmuls use, by
+the CPUs the process may run on; XLA_FLAGS alone leave it at every core),
+and `xla_flags`: `--threads 1` also turns off XLA's multi-threaded Eigen.
 
-  .venv-jax/bin/python -m workbench.jax_bench_worker --threads 1
+  .venv-jax/bin/python -m workbench.jax_bench_worker --threads 1 --cpus 0
 """
 
 import argparse
@@ -60,6 +61,27 @@ def xla_flags(threads: int, existing: str = "") -> str:
                ("false" if threads == 1 else "true"))
   flags.append("intra_op_parallelism_threads=%d" % threads)
   return " ".join(flags)
+
+
+def pinned_cpus(threads: int) -> List[int]:
+  """The first `threads` CPUs this process may run on.
+
+  Args:
+    threads: how many.
+
+  Returns:
+    CPU ids (range(threads) where the platform has no affinity).
+
+  Raises:
+    ValueError: fewer CPUs are allowed.
+  """
+  if not hasattr(os, "sched_getaffinity"):
+    return list(range(threads))
+  allowed = sorted(os.sched_getaffinity(0))
+  if len(allowed) < threads:
+    raise ValueError("%d threads asked for, %d CPUs allowed" % (
+        threads, len(allowed)))
+  return allowed[:threads]
 
 
 class Models:
@@ -255,14 +277,24 @@ def main(argv: Optional[List[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--threads", type=int, default=1,
                       help="XLA's CPU intra-op threads")
+  parser.add_argument("--cpus", default=None,
+                      help="comma-separated CPU ids the process runs on "
+                      "(default: the first --threads of those allowed)")
   args = parser.parse_args(argv)
   if args.threads < 1:
     parser.error("--threads must be at least 1")
+  cpus = ([int(c) for c in args.cpus.split(",")] if args.cpus
+          else pinned_cpus(args.threads))
+  if len(cpus) != args.threads:
+    parser.error("--cpus names %d CPUs for %d threads" % (len(cpus),
+                                                           args.threads))
+  if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, cpus)
   os.environ["XLA_FLAGS"] = xla_flags(args.threads,
                                       os.environ.get("XLA_FLAGS", ""))
   import jax  # pylint: disable=g-import-not-at-top  (after the flags)
   info = {"jax": jax.__version__, "xla_flags": os.environ["XLA_FLAGS"],
-          "device": str(jax.devices()[0])}
+          "device": str(jax.devices()[0]), "cpus": cpus}
   serve(Models(), sys.stdin, sys.stdout, info)
   return 0
 

@@ -24,10 +24,11 @@ training steps, each to completion; so all models see the same load. A
 figure is the median over the rounds of a round's seconds per step, and
 the ratios are of those medians, within one run.
 
-Threads are pinned equally: TensorFlow's session to `threads` intra-op and
-inter-op threads, `torch.set_num_threads(threads)`, and XLA's CPU client by
-`XLA_FLAGS` (`jax_bench_worker.xla_flags`: with one thread, Eigen
-single-threaded).
+Threads are pinned equally: both processes run on the same `threads` CPUs
+(CPU affinity: the first ones this process may use), TensorFlow's session
+with `threads` intra-op and inter-op threads, `torch.set_num_threads
+(threads)`, and XLA's CPU client sized by the affinity, with `XLA_FLAGS`
+(`jax_bench_worker.xla_flags`: with one thread, Eigen single-threaded).
 """
 
 import dataclasses
@@ -123,7 +124,8 @@ class JaxWorker:
   answer, raising RuntimeError for a failed one.
   """
 
-  def __init__(self, python: str, threads: int, stderr: Optional[TextIO]):
+  def __init__(self, python: str, cpus: Sequence[int],
+               stderr: Optional[TextIO]):
     if not os.path.exists(python):
       raise FileNotFoundError(
           "no JAX environment at %s (make it as docs/jax.md says, or pass "
@@ -131,13 +133,21 @@ class JaxWorker:
     env = dict(os.environ, PYTHONPATH=checkout.ROOT)
     self._process = subprocess.Popen(
         [python, "-m", "workbench.jax_bench_worker", "--threads",
-         str(threads)], cwd=checkout.ROOT, env=env, stdin=subprocess.PIPE,
+         str(len(cpus)), "--cpus", ",".join(str(c) for c in cpus)], cwd=checkout.ROOT, env=env, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=stderr, text=True)
 
   def request(self, op: str, **fields: Any) -> Dict[str, Any]:
     """Sends {"op": op, **fields}; returns the answer."""
+    self.send(op, **fields)
+    return self.receive(op)
+
+  def send(self, op: str, **fields: Any) -> None:
+    """Sends a request without waiting for its answer (`receive` it)."""
     self._process.stdin.write(json.dumps(dict(fields, op=op)) + "\n")
     self._process.stdin.flush()
+
+  def receive(self, op: str) -> Dict[str, Any]:
+    """The answer to the request sent last (`op`, for the error)."""
     line = self._process.stdout.readline()
     if not line:
       raise RuntimeError("the JAX worker exited (status %s) on %r" % (
@@ -261,7 +271,6 @@ def run(shape: Shape, settings: Settings,
     over the faster of mesh's and PyTorch's V ("ratio", "limit", "met").
   """
   # pylint: disable=g-import-not-at-top
-  import mesh_tensorflow
   import tensorflow.compat.v1 as tf
   import torch
   import transformers
@@ -276,23 +285,68 @@ def run(shape: Shape, settings: Settings,
         unknown, ", ".join(benchmarking.table_names()[1:])))
   labels = ["V"] + [v for v in variants if v != "V"]
 
+  cpus = jax_bench_worker.pinned_cpus(settings.threads)
+  allowed = (os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
+             else None)
+  try:
+    if allowed is not None:
+      os.sched_setaffinity(0, cpus)
+    torch.set_num_threads(settings.threads)
+    report = _run_pinned(shape, settings, labels, cpus, log)
+  finally:
+    if allowed is not None:
+      os.sched_setaffinity(0, allowed)
+  report.update({
+      "command": command,
+      "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+          "%Y-%m-%d %H:%M UTC"),
+      "commit": checkout.commit(),
+      "cpu": cpu_model(),
+      "cores_visible": len(allowed) if allowed else os.cpu_count(),
+      "cpus": cpus,
+      "threads": settings.threads,
+      "shape": dataclasses.asdict(shape),
+      "shape_line": shape.describe(),
+      "settings": dataclasses.asdict(settings),
+      "optimizers": optimizers(settings)})
+  report["versions"] = {
+      "python": platform.python_version(), "tensorflow": tf.__version__,
+      "mesh_tensorflow": _version("mesh-tensorflow"),
+      "torch": torch.__version__, "transformers": transformers.__version__,
+      "jax": report["versions"]["jax"]}
+  return report
+
+
+def _version(distribution: str) -> str:
+  """An installed distribution's version, or "?"."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  try:
+    return metadata.version(distribution)
+  except metadata.PackageNotFoundError:
+    return "?"
+
+
+def _run_pinned(shape: Shape, settings: Settings, labels: Sequence[str],
+                cpus: Sequence[int], log: Optional[TextIO]
+                ) -> Dict[str, Any]:
+  """`run`'s measurements, this process already on `cpus`."""
+
   def say(message):
     if log is not None:
       print(message, file=log, flush=True)
 
-  torch.set_num_threads(settings.threads)
   timings = {label: {f: [] for f in FRAMEWORKS} for label in labels}
   params = {label: {} for label in labels}
-  with JaxWorker(settings.jax_python, settings.threads, log) as worker:
-    say("building the Flax models (jit, one step each)")
-    built = worker.request("build", dims=dataclasses.asdict(shape),
-                           variants=labels, seed=settings.seed,
-                           learning_rate=settings.learning_rate)
-    say("building mesh's models")
+  with JaxWorker(settings.jax_python, cpus, log) as worker:
+    # The worker builds and compiles while this process builds the others.
+    say("building the Flax models (jit, one step each), mesh's and the "
+        "PyTorch models")
+    worker.send("build", dims=dataclasses.asdict(shape), variants=labels,
+                seed=settings.seed, learning_rate=settings.learning_rate)
     mesh_models = _mesh_models(shape, settings, labels)
-    say("building the PyTorch models")
     torch_models = {label: _TorchModel(label, shape, settings)
                     for label in labels}
+    built = worker.receive("build")
     for label in labels:
       params[label] = {"mesh": mesh_models[label].num_params,
                        "PyTorch": torch_models[label].params,
@@ -330,31 +384,9 @@ def run(shape: Shape, settings: Settings,
         "flax_vs_pytorch": step_s["Flax"] / step_s["PyTorch"]})
   v = results[0]["step_s"]
   ratio = v["Flax"] / min(v["mesh"], v["PyTorch"])
-  return {
-      "command": command,
-      "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-          "%Y-%m-%d %H:%M UTC"),
-      "commit": checkout.commit(),
-      "cpu": cpu_model(),
-      "cores_visible": (len(os.sched_getaffinity(0))
-                        if hasattr(os, "sched_getaffinity")
-                        else os.cpu_count()),
-      "threads": settings.threads,
-      "xla_flags": built["xla_flags"],
-      "versions": {"python": platform.python_version(),
-                   "tensorflow": tf.__version__,
-                   "mesh_tensorflow": getattr(mesh_tensorflow, "__version__",
-                                              "?"),
-                   "torch": torch.__version__,
-                   "transformers": transformers.__version__,
-                   "jax": built["jax"]},
-      "shape": dataclasses.asdict(shape),
-      "shape_line": shape.describe(),
-      "settings": dataclasses.asdict(settings),
-      "optimizers": optimizers(settings),
-      "results": results,
-      "target": {"ratio": ratio, "limit": TARGET, "met": ratio <= TARGET},
-  }
+  return {"xla_flags": built["xla_flags"], "versions": {"jax": built["jax"]},
+          "results": results,
+          "target": {"ratio": ratio, "limit": TARGET, "met": ratio <= TARGET}}
 
 
 def optimizers(settings: Settings) -> Dict[str, str]:
@@ -378,9 +410,11 @@ def markdown(report: Dict[str, Any]) -> str:
       "- date: %s; commit %s" % (report["date"], report["commit"]),
       "- CPU: %s, %d cores visible" % (report["cpu"],
                                        report["cores_visible"]),
-      "- threads: %d for every framework (TensorFlow session intra-op and "
-      "inter-op threads, `torch.set_num_threads`, XLA_FLAGS `%s`)" % (
-          report["threads"], report["xla_flags"]),
+      "- threads: %d for every framework, both processes on the same %d "
+      "CPU(s) (affinity); TensorFlow session intra-op and inter-op threads, "
+      "`torch.set_num_threads`, XLA's pool sized by the affinity, XLA_FLAGS "
+      "`%s`" % (report["threads"], len(report["cpus"]),
+                report["xla_flags"]),
       "- versions: %s" % ", ".join("%s %s" % kv for kv in versions.items()),
       "- shape: %s" % report["shape_line"],
       "- optimizers: %s" % "; ".join("%s %s" % kv for kv in
