@@ -122,6 +122,11 @@ class JaxWorker:
 
   Use as a context manager; `request` sends one request and returns the
   answer, raising RuntimeError for a failed one.
+
+  Args:
+    python: the JAX environment's Python.
+    cpus: the CPUs the worker runs on (its threads: one a CPU).
+    stderr: where the worker's messages go (None: this process's).
   """
 
   def __init__(self, python: str, cpus: Sequence[int],
@@ -131,9 +136,14 @@ class JaxWorker:
           "no JAX environment at %s (make it as docs/jax.md says, or pass "
           "its Python)" % python)
     env = dict(os.environ, PYTHONPATH=checkout.ROOT)
+    try:
+      stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+      stderr = None  # no file behind it (a captured stream): inherited
     self._process = subprocess.Popen(
         [python, "-m", "workbench.jax_bench_worker", "--threads",
-         str(len(cpus)), "--cpus", ",".join(str(c) for c in cpus)], cwd=checkout.ROOT, env=env, stdin=subprocess.PIPE,
+         str(len(cpus)), "--cpus", ",".join(str(c) for c in cpus)],
+        cwd=checkout.ROOT, env=env, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=stderr, text=True)
 
   def request(self, op: str, **fields: Any) -> Dict[str, Any]:
