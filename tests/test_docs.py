@@ -111,6 +111,10 @@ TOOLS_NOT_RUN = {
                                 "(a minute or more; "
                                 "tests/test_torch_benchmark.py runs it at "
                                 "tiny dims)",
+    "tools/benchmark_jax.py": "times the Flax, mesh and PyTorch training "
+                              "steps of five variants (minutes; "
+                              "tests/test_jax_benchmark.py runs it at tiny "
+                              "dims)",
 }
 # Tools run in this process: they only print (no network, no subprocess).
 IN_PROCESS_TOOLS = ("tools/tpu_job.py", "tools/paper_commands.py")

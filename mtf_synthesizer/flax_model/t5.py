@@ -281,7 +281,11 @@ class MlpBlock(nn.Module):
   @nn.compact
   def __call__(self, x: Array, enable_dropout: bool = True) -> Array:
     d = x.shape[-1]
-    x = x.astype(self.dtype)
+    leading = x.shape[:-1]
+    # One [tokens, embed] matrix: each weight's gradient is then a single
+    # 2-D matmul over the tokens (on the CPU, no [batch, length, ...]
+    # transposes around it); the same sums, so the same values.
+    x = x.astype(self.dtype).reshape(-1, d)
     hidden = None
     names = ["wi"] if len(self.activations) == 1 else [
         "wi_%d" % i for i in range(len(self.activations))]
@@ -294,7 +298,7 @@ class MlpBlock(nn.Module):
         hidden, deterministic=not enable_dropout)
     wo = _Kernel(((self.d_ff, d), ("mlp", "embed"), self.param_dtype,
                   self.dtype), name="wo")()
-    return hidden @ wo
+    return (hidden @ wo).reshape(leading + (d,))
 
 
 class _Kernel(nn.Module):
