@@ -20,8 +20,8 @@ Synthesizer's own, `--seed`). OUT_DIR gets the parameters (orbax),
 
   model, params = flax_model.checkpointing.restore(OUT_DIR)
 
-OUT_DIR is written whole or not at all (`whole_dir`); one that holds files is
-refused unless --overwrite. A directory without a checkpoint, a truncated
+OUT_DIR, a local directory, is written whole or not at all (`whole_dir`);
+one that holds files is refused unless --overwrite. A directory without a checkpoint, a truncated
 or corrupted checkpoint, a checkpoint of another variant, width or layout
 than the gin files ask for, or an unknown variant: one line on stderr, exit
 status 2, nothing written.
@@ -88,6 +88,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print("%s: %s" % (PROGRAM, message), file=sys.stderr)
     return 2
 
+  if "://" in args.output_dir:
+    return refuse("--output_dir=%s: write a local directory (it is written "
+                  "whole or not at all), then copy it (gsutil -m cp -r)" %
+                  args.output_dir)
   try:
     whole_dir.check(args.output_dir, args.overwrite, inputs=[args.model_dir])
     gin.parse_config_files_and_bindings(args.gin_file, bindings)

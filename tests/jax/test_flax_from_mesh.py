@@ -164,6 +164,13 @@ def test_an_output_dir_with_files_is_refused(tmp_path, capsys):
   assert os.listdir(tmp_path / "out") == ["notes.txt"]
 
 
+def test_a_bucket_as_output_is_refused(capsys):
+  status, _, err = convert(["--model_dir=" + RANDOM,
+                            "--output_dir=gs://bucket/flax",
+                            "--gin_file=flax/random.gin"] + TINY, capsys)
+  assert status == 2 and "write a local directory" in err
+
+
 def test_an_unmapped_variable_is_named():
   reader = tf_format.load_checkpoint(RELEASED)
   arrays = {n: reader.read(n) for n in reader.variable_names()}
