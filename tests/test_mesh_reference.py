@@ -56,8 +56,10 @@ def test_the_cases_cover_the_table():
   assert encdec == set(attentions.VARIANT_NAMES)
   assert {c.variant for c in cases if c.model_type == "lm"} >= {
       "vanilla", "random", "dense_vanilla"}
+  # T5.1.1's layout with the Synthesizer, and with mesh's own attention
+  # (a released T5.1.1's variables).
   assert {c.variant for c in cases if c.layout == "t5.1.1"} == {
-      "vanilla", "dense_vanilla"}
+      "vanilla", "dense_vanilla", attentions.MESH_SELF_ATTENTION.name}
   assert [c.mesh_shape for c in cases if c.mesh_shape] == ["model:2"]
   assert [c.variables for c in cases if c.variables != "float32"] == [
       "bfloat16"]

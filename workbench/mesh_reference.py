@@ -215,8 +215,9 @@ def keep_checkpoint(model_dir: str, out_dir: str) -> str:
   """Copies a run's last checkpoint and operative config into `out_dir`.
 
   The index, the data shards and `operative_config.gin` as the CLI wrote
-  them; the `checkpoint` state file names only that checkpoint (the CLI's
-  also lists the step-0 checkpoint, which is not kept).
+  them (not the graph, `.meta`, where the CLI wrote one); the `checkpoint`
+  state file names only that checkpoint (the CLI's also lists the step-0
+  checkpoint, which is not kept).
 
   Args:
     model_dir: the trained model directory.
@@ -231,7 +232,8 @@ def keep_checkpoint(model_dir: str, out_dir: str) -> str:
   base = os.path.basename(prefix)
   os.makedirs(out_dir, exist_ok=True)
   for entry in sorted(os.listdir(model_dir)):
-    if entry.startswith(base + ".") or entry == OPERATIVE_CONFIG:
+    if (entry.startswith(base + ".") and not entry.endswith(".meta")) or (
+        entry == OPERATIVE_CONFIG):  # the graph (.meta) is not read
       shutil.copyfile(os.path.join(model_dir, entry),
                       os.path.join(out_dir, entry))
   with open(os.path.join(out_dir, CHECKPOINT_STATE), "w") as f:
