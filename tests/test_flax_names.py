@@ -158,10 +158,8 @@ def test_every_kept_checkpoint_maps_whole(name):
     assert value.tobytes() == reader.read(name_).tobytes(), name_
 
 
-# Released families into Synthesizer variants: keys-free (R), a mixture
-# with the dot product (D+V), the dot product alone (V), FR+V and FD.
-INTO = ("random", "dense_vanilla", "vanilla", "factorized_random_vanilla",
-        "factorized_dense")
+# Released families into every Synthesizer variant of the table.
+INTO = attentions.VARIANT_NAMES
 FAMILY_CASES = [(f.name, naming, v) for f in released_families.FAMILIES
                 for naming in f.namings for v in INTO]
 

@@ -11,6 +11,7 @@ import optax
 import pytest
 
 import flax_helpers
+from mtf_synthesizer import attentions
 from mtf_synthesizer.flax_model import decoding
 from mtf_synthesizer.flax_model import functions
 from mtf_synthesizer.flax_model import losses
@@ -108,8 +109,7 @@ def test_tied_logits_are_the_scaled_embedding():
                              rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("variant", ["vanilla", "random_vanilla",
-                                     "factorized_dense", "dense"])
+@pytest.mark.parametrize("variant", attentions.VARIANT_NAMES)
 @pytest.mark.parametrize("decoder_only", [False, True],
                          ids=["encoder_decoder", "decoder_only"])
 def test_greedy_decoding_equals_teacher_forcing(variant, decoder_only):
