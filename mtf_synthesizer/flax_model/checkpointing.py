@@ -98,13 +98,12 @@ def restore(directory: str) -> Tuple[nn.Module, Any]:
     gin.parse_config_file(config_path)
     model = t5.make_model()
     gin.clear_config()
-  shapes = mesh_checkpoint.expected_shapes(model)
-  target = jax.tree_util.tree_map(
-      lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
-      jax.eval_shape(lambda: mesh_checkpoint.init_params(model)))
+  target = jax.eval_shape(lambda: mesh_checkpoint.init_params(model))
   params = ocp.StandardCheckpointer().restore(
       os.path.join(os.path.abspath(directory), PARAMS), target)
-  _check_shapes(params, shapes)
+  _check_shapes(params, {
+      path: leaf.shape for path, leaf in
+      traverse_util.flatten_dict(target, sep="/").items()})
   return model, params
 
 
