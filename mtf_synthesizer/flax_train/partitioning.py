@@ -233,9 +233,11 @@ def optimizer_shardings(abstract_opt_state: Any, abstract_params: Any,
            jax.tree_util.tree_leaves_with_path(params_shardings)}
 
   def one(path, leaf):
-    name = optimizer_lib.path_name(
-        [k for k in path if isinstance(k, jax.tree_util.DictKey)])
-    if name not in shapes or not leaf.shape:
+    keys = [k for k in path if isinstance(k, jax.tree_util.DictKey)]
+    # A wrapper's own keys (multi_transform's labels) come first.
+    names = [optimizer_lib.path_name(keys[i:]) for i in range(len(keys))]
+    name = next((n for n in names if n in shapes), None)
+    if name is None or not leaf.shape:
       return NamedSharding(mesh, P())
     view_shape, view_spec = _view_spec(name, shapes[name], specs[name])
     spec = _slot_spec(tuple(leaf.shape), view_shape, view_spec)

@@ -27,6 +27,7 @@ import optax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from mtf_synthesizer.flax_model import functions
 from mtf_synthesizer.flax_model import losses
 from mtf_synthesizer.flax_model import mesh_checkpoint
 from mtf_synthesizer.flax_model import t5
@@ -112,6 +113,12 @@ class Trainer:
         jax.random.PRNGKey(0), *mesh_checkpoint.dummy_inputs(self.model),
         enable_dropout=False)["params"])
     self.abstract_params = nn.unbox(boxed)
+    # Fix's table is never trained (mesh: not a trainable variable).
+    self.optimizer = optax.multi_transform(
+        {"trained": self.optimizer, "frozen": optax.set_to_zero()},
+        lambda params: jax.tree.map(
+            lambda trained: "trained" if trained else "frozen",
+            functions.trainable_mask(params)))
     self.params_shardings = partitioning.param_shardings(
         boxed, self.mesh, self.rules)
     abstract_opt = jax.eval_shape(self.optimizer.init, self.abstract_params)
