@@ -191,7 +191,8 @@ def train(model_dir: str = gin.REQUIRED,
           module_imports: Sequence[str] = data_lib.DEFAULT_MODULES,
           batches: Optional[Callable[..., Iterator[Dict[str, np.ndarray]]]
                         ] = None,
-          stream=sys.stderr) -> Run:
+          stream=sys.stderr,
+          check_only: bool = False) -> Any:
   """Trains the gin-configured model to `train_steps`, resuming if it can.
 
   Args:
@@ -220,9 +221,12 @@ def train(model_dir: str = gin.REQUIRED,
     module_imports: modules that register the tasks.
     batches: the input (`data.batches` by default; the same arguments).
     stream: where the progress line goes.
+    check_only: check the configuration, read the init checkpoint and
+      build the trainer, then return its Setup (nothing written or
+      compiled).
 
   Returns:
-    The Run.
+    The Run (the Setup with check_only).
 
   Raises:
     TrainError: a configuration that cannot run (before anything is
@@ -233,6 +237,8 @@ def train(model_dir: str = gin.REQUIRED,
                   init_checkpoint, train_split,
                   eval_split if eval_every_steps else None, seed, z_loss,
                   loss_denominator, module_imports)
+  if check_only:
+    return setup
   trainer = setup.trainer
   batches = batches or data_lib.batches
   is_chief = jax.process_index() == 0
