@@ -10,10 +10,13 @@ reads whole sequences): `EncDecFeatureConverter` for an encoder-decoder
 (`targets`). Each host reads its shard of the global batch
 (`seqio.ShardInfo`: the process index of the process count).
 
-Imports TensorFlow and seqio when called, not when imported.
+Imports TensorFlow and seqio when called, not when imported; TensorFlow
+(the CPU build the lock installs) is kept off any accelerator
+(`tensorflow_on_cpu`): the TPU or GPU is JAX's.
 """
 
 import importlib
+import os
 from typing import Dict, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
@@ -25,6 +28,22 @@ class TaskError(ValueError):
   """A task or mixture that is not registered, or a split it lacks."""
 
 
+def tensorflow_on_cpu():
+  """TensorFlow, its accelerators hidden (tf.data runs on the host).
+
+  Returns:
+    The tensorflow module.
+  """
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for kind in ("GPU", "TPU"):
+    try:
+      tf.config.set_visible_devices([], kind)
+    except (RuntimeError, ValueError):  # none of that kind, or too late
+      pass
+  return tf
+
+
 def import_modules(modules: Sequence[str] = DEFAULT_MODULES) -> None:
   """Imports the modules that register tasks (`--module_import`'s).
 
@@ -32,6 +51,7 @@ def import_modules(modules: Sequence[str] = DEFAULT_MODULES) -> None:
     modules: module names.
   """
   import gin  # pylint: disable=g-import-not-at-top
+  tensorflow_on_cpu()
   with gin.unlock_config():  # they may add configurables
     for name in modules:
       importlib.import_module(name)
