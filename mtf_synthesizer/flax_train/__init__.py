@@ -9,6 +9,7 @@
   trainer.py       the train state and the jit-compiled train and eval steps
   checkpoints.py   orbax checkpoints of the train state in the model directory
   data.py          seqio's tasks (t5_tasks') as numpy batches
+  evaluation.py    the tasks' own metrics by decoding (seqio's Evaluator)
   progress.py      the progress line and TensorBoard's metrics
   summaries.py     scalar event files (TensorFlow's writer)
   preflight.py     the one-line checks before anything compiles

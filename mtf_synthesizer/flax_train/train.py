@@ -11,6 +11,10 @@
   train.init_checkpoint             a mesh model directory, a converted
                                     directory or a trainer checkpoint
   train.eval_every_steps / train.eval_steps   teacher-forced evaluation
+  train.decode_eval_every_steps     evaluation with the task's metrics
+                                    (decoding, `evaluation`); also
+                                    train.decode_eval_examples,
+                                    train.decode_beam_size
   train.log_every_steps             the progress line and metrics
 
 The model is `flax_model.make_model()` (gin/flax/ files), the optimizer
@@ -41,8 +45,9 @@ from mtf_synthesizer.flax_model import checkpointing
 from mtf_synthesizer.flax_model import mesh_checkpoint
 from mtf_synthesizer.flax_model import t5
 from mtf_synthesizer.flax_train import checkpoints as checkpoints_lib
-from mtf_synthesizer.flax_train import optimizer as optimizer_lib
 from mtf_synthesizer.flax_train import data as data_lib
+from mtf_synthesizer.flax_train import evaluation as evaluation_lib
+from mtf_synthesizer.flax_train import optimizer as optimizer_lib
 from mtf_synthesizer.flax_train import partitioning
 from mtf_synthesizer.flax_train import progress as progress_lib
 from mtf_synthesizer.flax_train import schedules  # pylint: disable=unused-import
@@ -67,12 +72,16 @@ class Run:
     start_step: the step training started (or resumed) from.
     losses: step -> the training loss of that step's batch.
     init: where the parameters came from ("checkpoint_N", a path, "fresh").
+    decode_metrics: step -> the task's metrics of the decoding evaluation
+      at that step (`<task>/<metric>` -> value).
   """
   trainer: trainer_lib.Trainer
   state: Any
   start_step: int
   losses: Dict[int, float]
   init: str
+  decode_metrics: Dict[int, Dict[str, float]] = dataclasses.field(
+      default_factory=dict)
 
 
 def model_config_text(model: Any) -> str:
@@ -183,6 +192,11 @@ def train(model_dir: str = gin.REQUIRED,
           eval_every_steps: int = 0,
           eval_steps: int = 10,
           log_every_steps: int = 100,
+          decode_eval_every_steps: int = 0,
+          decode_eval_examples: Optional[int] = None,
+          decode_eval_split: Optional[str] = None,
+          decode_beam_size: int = 1,
+          decode_alpha: float = 0.6,
           shuffle: bool = True,
           data_seed: Optional[int] = 0,
           seed: int = 0,
@@ -213,6 +227,14 @@ def train(model_dir: str = gin.REQUIRED,
       never.
     eval_steps: the evaluation's batches (None: the whole split).
     log_every_steps: the progress line's and metrics' period.
+    decode_eval_every_steps: evaluate with the task's metrics (decoding,
+      `evaluation.DecodeEvaluator`) every this many steps and at the end;
+      0: never.
+    decode_eval_examples: the examples of each task it decodes (None: the
+      whole split).
+    decode_eval_split: its split (None: eval_split).
+    decode_beam_size: 1: greedy decoding; more: beam search's best beam.
+    decode_alpha: beam search's length penalty exponent.
     shuffle: shuffle the training examples.
     data_seed: the shuffle's seed.
     seed: the initializers' and dropout's seed.
@@ -240,6 +262,15 @@ def train(model_dir: str = gin.REQUIRED,
   if check_only:
     return setup
   trainer = setup.trainer
+  decoder = None
+  if decode_eval_every_steps:
+    try:  # reads the split before anything is written
+      decoder = evaluation_lib.DecodeEvaluator(
+          trainer, mixture_or_task_name, decode_eval_split or eval_split,
+          task_feature_lengths, batch_size, decode_eval_examples,
+          decode_beam_size, decode_alpha)
+    except (evaluation_lib.EvaluationError, data_lib.TaskError) as e:
+      raise TrainError(str(e)) from None
   batches = batches or data_lib.batches
   is_chief = jax.process_index() == 0
   if is_chief:
@@ -269,6 +300,7 @@ def train(model_dir: str = gin.REQUIRED,
       repeat=True, skip_batches=start,
       shard_index=jax.process_index(), num_shards=jax.process_count())
   losses = {}
+  decode_metrics = {}
   pending = []
   progress.start(start)
   schedule = functools.partial(learning_rate_schedule,
@@ -295,13 +327,19 @@ def train(model_dir: str = gin.REQUIRED,
         progress.log_eval(done, evaluate(
             trainer, state.params, batches, mixture_or_task_name,
             eval_split, task_feature_lengths, batch_size, eval_steps))
+      if decoder is not None and (done % decode_eval_every_steps == 0 or
+                      done == train_steps):
+        decode_metrics[done] = decoder.evaluate(state.params, done)
+        progress.log_eval(done, decode_metrics[done])
   finally:
+    if decoder is not None:
+      decoder.close()
     manager.wait_until_finished()
     manager.close()
     progress.close()
   for s, m in jax.device_get(pending):
     losses[s] = float(m["loss"])
-  return Run(trainer, state, start, losses, init)
+  return Run(trainer, state, start, losses, init, decode_metrics)
 
 
 @dataclasses.dataclass
