@@ -8,8 +8,9 @@ released T5's layout). Starting D+V from it (`train.init_checkpoint`,
 `init_from_t5`'s rule) must restore every weight of the checkpoint, each
 bit for bit (compared here by values, independently of the name map: a
 layout change is a reshape in C order), draw only the Synthesizer's own
-parameters, and train: the command runs, its losses are finite, its
-evaluation writes its metrics, and the parameters move.
+parameters, and train: the command runs, its losses are finite, and its
+evaluations write their metrics (the teacher-forced one and the task's
+own, t5's accuracy of ListOps decoded).
 """
 
 import os
@@ -94,7 +95,12 @@ def test_the_command_finetunes_and_evaluates(tmp_path):
   argv = [sys.executable, "-m", "mtf_synthesizer.commands.jax_train",
           "--model_dir=%s" % model_dir]
   argv += ["--gin_file=%s" % f for f in GIN_FILES]
-  argv += ["--gin.%s" % b.replace(" = ", "=", 1) for b in RUN]
+  argv += ["--gin.%s" % b.replace(" = ", "=", 1) for b in RUN + [
+      # A task with metrics (t5's accuracy), decoded and scored.
+      "train.mixture_or_task_name = 'listops'",
+      "train.task_feature_lengths = {'inputs': 8, 'targets': 4}",
+      "train.decode_eval_every_steps = 3",
+      "train.decode_eval_examples = 4"]]
   done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True,
                         env=dict(os.environ, MTF_SYNTH_VOCAB="byte"),
                         timeout=600)
@@ -105,5 +111,7 @@ def test_the_command_finetunes_and_evaluates(tmp_path):
   assert all(np.isfinite(v) for v in losses.values())
   evaluated = summaries.read_scalars(str(model_dir / "eval"))
   assert set(evaluated["loss"]) == {3}
+  assert set(evaluated["listops/accuracy"]) == {3}
+  assert "listops/accuracy" in done.stderr
   assert os.path.isdir(model_dir / "checkpoint_3")
   assert os.path.exists(model_dir / "operative_config.gin")
