@@ -64,6 +64,7 @@ setuptools.setup(
         "mtf_synthesizer.commands.convert_release_checkpoint:main",
         "mtf-synthesizer-flax-from-mesh="
         "mtf_synthesizer.commands.flax_from_mesh:main",
+        "mtf-synthesizer-jax-train=mtf_synthesizer.commands.jax_train:main",
     ]},
     # Loading a model that mtf-synthesizer-export-hf wrote, in PyTorch
     # (transformers and safetensors come with t5).

@@ -38,7 +38,7 @@ SHELL_LANGUAGES = ("sh", "bash", "shell")
 INSTALLED = ("mtf-synthesizer-export-hf", "mtf-synthesizer-from-t5",
              "mtf-synthesizer-tpu-job",
              "mtf-synthesizer-convert-release-checkpoint",
-             "mtf-synthesizer-flax-from-mesh")
+             "mtf-synthesizer-flax-from-mesh", "mtf-synthesizer-jax-train")
 PROGRAMS = (CLI, "make", "cd", "git", "gcloud", "tensorboard", "docker",
             "curl", "torchrun", "run_gpu_checks.sh", "pip", "sudo",
             "tar") + INSTALLED

@@ -143,6 +143,8 @@ RUN_ELSEWHERE = {
     ("docs/development.md", "tools/mesh_reference.py"):
         "test_mesh_reference.py",
     ("docs/jax.md", "t5.1.1-encdec-t5_attention"): "jax/test_jax_docs.py",
+    ("docs/jax_training.md", "flax/train/tiny_offline.gin"):
+        "jax/test_jax_docs.py",
 }
 # Commands run here (`ran`, below), by the same markers.
 RUN_HERE = (
@@ -235,11 +237,13 @@ def obstacle(command: doc_blocks.Command) -> Optional[str]:
   if argv[0].startswith(".venv-tpu/") and "tpu" not in command.flag_names():
     return ("the TPU VM's installation: make test-tpu-vm replays it "
             "(.ci/tpu_vm_leg.py)")
+  if command.program == "make" and "jax-env" in argv[1:]:
+    return "builds .venv-jax (make test-jax builds it first)"
   if command.program == "make" and "install" in argv[1:]:
     return "reinstalls the package into .venv (make test installs it first)"
   if doc_blocks.is_python(argv[0]) and argv[1:2] == ["-m"]:
     return "runs a module of this test suite"
-  if "tpu" in command.flag_names():
+  if "tpu" in command.flag_names() or "--platform=tpu" in argv:
     return "runs on a Cloud TPU"
   if re.search(r"\bgpu:\d", line):
     return "needs GPUs"
@@ -501,12 +505,36 @@ def _torchrun_problems(command: doc_blocks.Command) -> List[str]:
   return _tool_problems(script)
 
 
+def _lock_version(lock: str, package: str) -> Optional[str]:
+  """A package's version in a lock file (None: not there)."""
+  with open(os.path.join(conftest.REPO, lock)) as f:
+    found = re.search(r"^%s==([^ \\\n]+)" % re.escape(package), f.read(),
+                      re.M)
+  return found.group(1) if found else None
+
+
+def _adds_jax_tpu(argv: Sequence[str]) -> bool:
+  """Whether pip installs `jax[tpu]` alone, at the JAX lock's jax version.
+
+  Over .venv-jax it adds the TPU runtime that jax names and keeps the
+  lock's packages (docs/tpu.md): no --no-deps there.
+
+  Args:
+    argv: the pip command.
+
+  Returns:
+    True for `pip install "jax[tpu]==V"`, V the lock's jax.
+  """
+  wanted = "jax[tpu]==%s" % _lock_version("requirements-jax.lock", "jax")
+  return [a for a in argv[2:] if not a.startswith("-")] == [wanted]
+
+
 def _pip_problems(command: doc_blocks.Command) -> List[str]:
   """`pip install`: --no-deps (see the README), and its files exist."""
   argv = command.argv
   if argv[1:2] != ("install",):
     return ["pip %s: teach this test what to check" % " ".join(argv[1:])]
-  problems = [] if "--no-deps" in argv else [
+  problems = [] if "--no-deps" in argv or _adds_jax_tpu(argv) else [
       "pip install without --no-deps (the pins need it: README.md)"]
   for i, arg in enumerate(argv):
     if arg == "-r" and not _repo_file(argv[i + 1], command.cwd):

@@ -55,6 +55,8 @@ NOT_IN_THE_CHECKOUT = {
     "operative_config.gin": "a model directory's, which mesh writes",
     "config.gin": "a converted directory's, which "
                   "mtf-synthesizer-flax-from-mesh writes",
+    "model.gin": "a model directory's, which mtf-synthesizer-jax-train "
+                 "writes",
     # The package's own name for core.synthesizers (gin's `synthesizers.*`),
     # also a former path that docs/architecture.md explains.
     "mtf_synthesizer.synthesizers": "mtf_synthesizer/__init__.py exports it",

@@ -25,7 +25,8 @@ SOURCES = ("setup.py", "MANIFEST.in", "mtf_synthesizer.pth",
 COMMANDS = ("mtf-synthesizer-export-hf", "mtf-synthesizer-tpu-job",
             "mtf-synthesizer-data",
             "mtf-synthesizer-convert-release-checkpoint",
-            "mtf-synthesizer-from-t5", "mtf-synthesizer-flax-from-mesh")
+            "mtf-synthesizer-from-t5", "mtf-synthesizer-flax-from-mesh",
+            "mtf-synthesizer-jax-train")
 
 
 def _run(argv, **kwargs):

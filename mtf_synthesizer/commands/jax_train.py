@@ -18,17 +18,19 @@ the same --model_dir to resume from its newest checkpoint.
 
 Before anything compiles or is written, the run is checked: one line on
 stderr and exit status 2 for a TPU slice of several hosts without
---multi_host, --platform=tpu with no TPU visible, a mesh shape that the
-devices do not fill, a batch that the data axis does not divide, no
-variant chosen, an unknown task, a model directory of another model, an
-init checkpoint missing or of another model.
+--multi_host, --platform=tpu with no TPU visible, a gin file that is not
+there, a mesh shape that the devices do not fill, a batch that the data
+axis does not divide, no variant chosen, an unknown task (or one whose
+data is not there), a model directory of another model, an init
+checkpoint missing or of another model (docs/jax_training.md).
 
 Needs the JAX environment (.venv-jax, requirements-jax.lock).
 """
 
 import argparse
+import os
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, TextIO, Tuple
 
 PROGRAM = "mtf-synthesizer-jax-train"
 GIN_PREFIX = "--gin."
@@ -66,6 +68,23 @@ def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
   return args, bindings
 
 
+class _FirstLine:
+  """A text stream that writes `line` before the first text written to it."""
+
+  def __init__(self, line: str, stream: TextIO):
+    self._line = line
+    self._stream = stream
+
+  def write(self, text: str) -> int:
+    if self._line is not None:
+      self._stream.write(self._line + "\n")
+      self._line = None
+    return self._stream.write(text)
+
+  def flush(self) -> None:
+    self._stream.flush()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Trains; returns the exit status (2: bad input, nothing written)."""
   args, bindings = parse_args(sys.argv[1:] if argv is None else argv)
@@ -84,13 +103,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return refuse(e)
   import jax
   if args.cpu_devices:
-    jax.config.update("jax_num_cpu_devices", args.cpu_devices)
+    try:
+      jax.config.update("jax_num_cpu_devices", args.cpu_devices)
+    except RuntimeError:  # a caller's JAX that has started its backend
+      return refuse("--cpu_devices must be set before JAX starts; this "
+                    "process has started it")
   if args.multi_host:
     try:
       jax.distributed.initialize()
     except (RuntimeError, ValueError) as e:
       return refuse("jax.distributed.initialize() failed: %s" % e)
   import gin
+  import mtf_synthesizer  # the gin folder on gin's search path
   from mtf_synthesizer.flax_train import data
   from mtf_synthesizer.flax_train import partitioning
   from mtf_synthesizer.flax_train import train
@@ -102,8 +126,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     data.import_modules(args.module_import or data.DEFAULT_MODULES)
   except ImportError as e:
     return refuse("--module_import: %s" % e)
+  gin_files = []  # found here, else in the package's gin folder
+  for name in args.gin_file:
+    found = [p for p in (name, os.path.join(mtf_synthesizer.GIN_DIR, name))
+             if os.path.isfile(p)]
+    if not found:
+      return refuse("--gin_file=%s: no such file here or in the package's "
+                    "gin folder (%s)" % (name, mtf_synthesizer.GIN_DIR))
+    gin_files.append(found[0])
   try:
-    gin.parse_config_files_and_bindings(args.gin_file, bindings)
+    gin.parse_config_files_and_bindings(gin_files, bindings)
   except (IOError, ValueError) as e:  # a missing file, a bad binding
     return refuse(e)
   try:
@@ -116,9 +148,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         batch_size if isinstance(batch_size, int) else None)
   except preflight.PreflightError as e:
     return refuse(e)
-  print("%s: %s" % (PROGRAM, line), file=sys.stderr, flush=True)
   try:
-    train.train()
+    # The devices' line comes once the run is checked, before its own.
+    train.train(stream=_FirstLine("%s: %s" % (PROGRAM, line), sys.stderr))
   except train.TrainError as e:
     # Raised while the run is checked, before anything is written.
     return refuse(e)

@@ -56,6 +56,8 @@ from mtf_synthesizer.flax_train import trainer as trainer_lib
 CONFIG = "config.gin"
 OPERATIVE_CONFIG = "operative_config.gin"
 MODEL_CONFIG = "model.gin"
+# Bindings that change no parameter: an init checkpoint may differ in them.
+_DROPOUT = ("T5Config.dropout_rate ", "T5Config.attention_dropout_rate ")
 
 
 class TrainError(ValueError):
@@ -117,6 +119,12 @@ def check_model_dir(model_dir: str, model: Any) -> None:
             model_dir, "; ".join(differ)[:400]))
 
 
+def _parameters_text(model: Any) -> str:
+  """model_config_text without dropout, which the parameters do not show."""
+  return "\n".join(line for line in model_config_text(model).splitlines()
+                   if not line.startswith(_DROPOUT))
+
+
 def _has_checkpoints(model_dir: str) -> bool:
   return os.path.isdir(model_dir) and any(
       n.startswith(checkpoints_lib.STEP_PREFIX) for n in os.listdir(model_dir))
@@ -146,7 +154,7 @@ def initial_params(model: Any, init_checkpoint: Optional[str],
   try:
     if os.path.exists(os.path.join(path, checkpointing.CONFIG)):
       other, params = checkpointing.restore(path)
-      if model_config_text(other) != model_config_text(model):
+      if _parameters_text(other) != _parameters_text(model):
         raise TrainError("%s holds another model than the gin files build"
                          % path)
       return params, path
@@ -388,8 +396,14 @@ def prepare(model_dir: str, mixture_or_task_name: str,
     task = data_lib.get_task(mixture_or_task_name)
   except (data_lib.TaskError, ImportError) as e:
     raise TrainError(str(e)) from None
+  try:
+    splits = task.splits
+  except ValueError as e:  # seqio: a TFDS task whose data is not there
+    raise TrainError("%s: %s; is its TFDS data prepared and TFDS_DATA_DIR "
+                     "set? (docs/tpu.md#the-data)" % (
+                         mixture_or_task_name, e)) from None
   for split in (train_split,) + ((eval_split,) if eval_split else ()):
-    if split not in task.splits:
+    if split not in splits:
       raise TrainError("%s has no split %r (it has %s)" % (
           mixture_or_task_name, split, ", ".join(sorted(task.splits))))
   try:

@@ -7,10 +7,12 @@ import inspect
 import os
 import subprocess
 import sys
+import types
 
 import gin
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import flax_helpers
@@ -18,11 +20,29 @@ from mtf_synthesizer import attentions
 from mtf_synthesizer.flax_model import attention as attention_lib
 from mtf_synthesizer.flax_model import decoding
 from mtf_synthesizer.flax_model import t5
+from mtf_synthesizer.jobs import experiments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 GIN_DIR = os.path.join(ROOT, "gin", "flax")
 GIN_FILES = sorted(glob.glob(os.path.join(GIN_DIR, "*.gin")))
+# The trainer's runs (gin/flax/train/), each tried with a model: the
+# paper's (T5.1.0 base, a variant) for its experiments, a variant before
+# the tiny offline run.
+TRAIN_GIN_FILES = sorted(glob.glob(os.path.join(GIN_DIR, "train", "*.gin")))
+PAPER_MODEL = ("t5_1_0.gin", "base.gin", "dense_vanilla.gin")
+TINY_RUN_MODEL = ("random.gin",)
+# The paper's runs and the mesh side's experiment each stands for
+# (mtf_synthesizer.jobs.experiments): (mixture, lengths, steps).
+_PAPER = experiments.EXPERIMENTS["c4_glue_superglue"]
+_FINETUNE = (_PAPER.finetune_lengths, experiments.DEFAULT_FINETUNE_STEPS)
+PAPER_RUNS = {
+    "c4_pretrain.gin": (_PAPER.train_mixture, _PAPER.train_lengths,
+                        _PAPER.train_steps),
+    "glue_super_glue_finetune.gin": (_PAPER.finetune_mixture,) + _FINETUNE,
+    "glue_finetune.gin": ("synth_glue_proportional",) + _FINETUNE,
+    "superglue_finetune.gin": ("synth_super_glue_proportional",) + _FINETUNE,
+}
 # Small enough to build any file's model in a moment.
 TINY = ["T5Config.vocab_size = 11", "T5Config.d_model = 8",
         "T5Config.num_heads = 2", "T5Config.head_dim = 4",
@@ -159,3 +179,87 @@ def test_precomputed_qkv_and_prefill_lengths_say_so():
   with pytest.raises(NotImplementedError, match="prefill_lengths"):
     layer.init(jax.random.PRNGKey(0), x, x, prefill=True,
                prefill_lengths=jnp.array([2]))
+
+
+class _Prepared(Exception):
+  """train.prepare's result, raised before anything is written."""
+
+
+def test_every_train_gin_file_is_tested():
+  names = {os.path.basename(f) for f in TRAIN_GIN_FILES}
+  assert names == set(PAPER_RUNS) | {"tiny_offline.gin"}
+
+
+@pytest.mark.parametrize("path", TRAIN_GIN_FILES, ids=os.path.basename)
+def test_train_gin_file_prepares_its_run(path, tmp_path, monkeypatch):
+  """With its model, the file's run passes train.prepare's checks, offline.
+
+  The run's task is looked up in the registry; a TFDS task's splits, which
+  seqio reads from the prepared data, are the train and validation splits
+  GLUE, SuperGLUE and C4 have.
+  """
+  # pylint: disable=g-import-not-at-top
+  from mtf_synthesizer.flax_train import data
+  from mtf_synthesizer.flax_train import schedules
+  from mtf_synthesizer.flax_train import train as train_lib
+  # pylint: enable=g-import-not-at-top
+  data.import_modules(data.DEFAULT_MODULES)
+  name = os.path.basename(path)
+  real_get_task, real_prepare = data.get_task, train_lib.prepare
+
+  def get_task(task_name):
+    task = real_get_task(task_name)
+    try:
+      task.splits  # pylint: disable=pointless-statement
+    except ValueError:  # no TFDS data here
+      assert name in PAPER_RUNS, task_name
+      return types.SimpleNamespace(splits=("train", "validation"))
+    return task
+
+  setups = []
+
+  def prepare(*args, **kwargs):
+    setups.append(real_prepare(*args, **kwargs))
+    raise _Prepared()
+
+  monkeypatch.setattr(data, "get_task", get_task)
+  monkeypatch.setattr(train_lib, "prepare", prepare)
+  model = PAPER_MODEL if name in PAPER_RUNS else TINY_RUN_MODEL
+  model_dir = str(tmp_path / "md")
+  gin.clear_config()
+  try:
+    gin.parse_config_files_and_bindings(
+        [os.path.join(GIN_DIR, f) for f in model] + [path],
+        ["train.model_dir = %r" % model_dir])
+    with pytest.raises(_Prepared):
+      train_lib.train()
+    settings = {k: gin.query_parameter("train." + k) for k in (
+        "mixture_or_task_name", "task_feature_lengths", "train_steps",
+        "batch_size")}
+    schedule = gin.query_parameter("train.learning_rate_schedule").selector
+    # The schedule as bound, at a few steps.
+    last = settings["train_steps"] - 1
+    rates = [float(getattr(schedules, schedule.split(".")[-1])(
+        step, settings["train_steps"])) for step in (0, 10000, 40000, last)]
+  finally:
+    gin.clear_config()
+  assert not os.path.exists(model_dir)
+  (setup,) = setups
+  config = setup.trainer.model.config
+  if name not in PAPER_RUNS:
+    assert (config.variant, config.vocab_size) == ("random", 384)
+    assert settings["mixture_or_task_name"] == "pydocs_span_corruption"
+    return
+  assert (config.variant, config.d_model, config.dropout_rate) == (
+      "dense_vanilla", 768, 0.1)
+  mixture, lengths, steps = PAPER_RUNS[name]
+  assert settings == {
+      "mixture_or_task_name": mixture,
+      "task_feature_lengths": {"inputs": lengths[0], "targets": lengths[1]},
+      "train_steps": steps,
+      "batch_size": experiments.TOKENS_PER_BATCH // lengths[0]}
+  if name == "c4_pretrain.gin":  # t5's rsqrt_no_ramp_down.gin
+    want = [0.01, 0.01, 0.005, 1 / np.sqrt(last)]
+  else:  # t5's constant_0_001.gin
+    want = [0.001] * 4
+  np.testing.assert_allclose(rates, want, rtol=1e-6)
