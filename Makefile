@@ -94,7 +94,7 @@ JAX_STAMP := $(JAX_VENV)/.pinned
 
 $(JAX_STAMP): requirements-jax.lock
 	@$(MAKE) --no-print-directory check-python
-	@echo "==> creating $(JAX_VENV) from requirements-jax.lock (about 1 GB)"
+	@echo "==> creating $(JAX_VENV) from requirements-jax.lock (about 3 GB)"
 	rm -rf $(JAX_VENV)
 	$(PYTHON) -m venv $(JAX_VENV)
 	$(JAX_VPY) -m pip install -q 'pip==26.3' 'setuptools==80.10.2' 'wheel==0.48.0'
