@@ -111,6 +111,10 @@ TOOLS_NOT_RUN = {
                                 "(a minute or more; "
                                 "tests/test_torch_benchmark.py runs it at "
                                 "tiny dims)",
+    "tools/mesh_training_reference.py": "two stock-CLI runs per case "
+                                        "(minutes; tests/test_mesh_training_"
+                                        "reference.py reruns the CLI from "
+                                        "the kept checkpoints)",
     "tools/benchmark_jax.py": "times the Flax, mesh and PyTorch training "
                               "steps of five variants (minutes; "
                               "tests/test_jax_benchmark.py runs it at tiny "

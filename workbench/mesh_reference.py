@@ -211,24 +211,29 @@ VALUES = "reference.npz"
 METADATA = "case.json"
 
 
-def keep_checkpoint(model_dir: str, out_dir: str) -> str:
-  """Copies a run's last checkpoint and operative config into `out_dir`.
+def keep_checkpoint(model_dir: str, out_dir: str,
+                    step: Optional[int] = None) -> str:
+  """Copies a run's checkpoint and operative config into `out_dir`.
 
   The index, the data shards and `operative_config.gin` as the CLI wrote
   them (not the graph, `.meta`, where the CLI wrote one); the `checkpoint`
-  state file names only that checkpoint (the CLI's also lists the step-0
-  checkpoint, which is not kept).
+  state file names only that checkpoint (the CLI's also lists the others,
+  such as the step-0 checkpoint, which are not kept).
 
   Args:
     model_dir: the trained model directory.
     out_dir: the case's folder (created).
+    step: the checkpoint's step (`model.ckpt-<step>`); None: the last.
 
   Returns:
     The kept checkpoint's prefix.
   """
   # pylint: disable-next=g-import-not-at-top
   from mtf_synthesizer.checkpoints import tf_format
-  prefix = tf_format.latest_checkpoint(model_dir)
+  if step is None:
+    prefix = tf_format.latest_checkpoint(model_dir)
+  else:
+    prefix = os.path.join(model_dir, "model.ckpt-%d" % step)
   base = os.path.basename(prefix)
   os.makedirs(out_dir, exist_ok=True)
   for entry in sorted(os.listdir(model_dir)):
@@ -274,8 +279,9 @@ def encoded_inputs(model_type: str) -> Dict[str, np.ndarray]:
           "targets": targets}
 
 
-# gin's configuration is global: one model is built at a time.
-_GIN_LOCK = threading.Lock()
+# gin's configuration is global: one model is built at a time (also by the
+# other modules that parse a run's operative config in process).
+GIN_LOCK = threading.Lock()
 
 
 def compute(case_dir: str) -> Dict[str, np.ndarray]:
@@ -287,7 +293,7 @@ def compute(case_dir: str) -> Dict[str, np.ndarray]:
   Returns:
     name -> array: the inputs and the values of DEFINITIONS.
   """
-  with _GIN_LOCK:
+  with GIN_LOCK:
     return _compute(case_dir)
 
 
