@@ -165,6 +165,7 @@ PYTHON_RUNS = (("docs/finetuning.md", "model.finetune("),
 # Python blocks that other test modules run, where their models are.
 PYTHON_RUN_ELSEWHERE = {
     ("docs/jax.md", "checkpointing.restore("): "jax/test_jax_docs.py",
+    ("docs/jax.md", "decoding.beam_search("): "jax/test_jax_docs.py",
     ("README.md", "model.generate("): "test_hf_export.py",
     ("docs/export.md", "mesh_optimizer(model"): "test_hf_export.py",
     ("docs/export.md", "model, info = from_t5("): "test_from_t5_command.py",

@@ -13,7 +13,7 @@ Imports JAX, Flax and gin only (no TensorFlow, mesh or torch).
   t5.py          the Flax T5 around it (EncoderDecoder, DecoderOnly,
                  T5Config, make_model): mesh's T5.1.0 and T5.1.1 layouts
   losses.py      mesh's teacher-forced loss and eval metrics
-  decoding.py    greedy decoding with the cache
+  decoding.py    greedy decoding and beam search with the cache
   mesh_checkpoint.py  a mesh checkpoint read (without TensorFlow) as the
                  model's parameters, `init_from_t5`'s rule
   checkpointing.py    the parameters in an orbax checkpoint, with the

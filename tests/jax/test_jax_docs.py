@@ -4,12 +4,12 @@
 
 The offline conversion of the tiny released-layout checkpoint the tests keep
 (`mtf-synthesizer-flax-from-mesh`, run as `python -m` over its module, which
-setup.py's console script names) and the block that restores it; the
-trainer's offline run (`mtf-synthesizer-jax-train`, the same way), and
-every trainer command of the documents (docs/tpu.md's for a TPU too,
-those `gcloud ... --command=` runs on each host) checked for its flags,
-gin files, bindings and task. tests/test_docs.py checks that this module
-runs them.
+setup.py's console script names), the block that restores it and the beam
+search's block; the trainer's offline run (`mtf-synthesizer-jax-train`,
+the same way), and every trainer command of the documents (docs/tpu.md's
+for a TPU too, those `gcloud ... --command=` runs on each host) checked for
+its flags, gin files, bindings and task. tests/test_docs.py checks that
+this module runs them.
 """
 
 import os
@@ -28,6 +28,7 @@ import doc_blocks  # pylint: disable=g-import-not-at-top,wrong-import-position
 DOC = "docs/jax.md"
 COMMAND = "tests/data/mesh_reference/t5.1.1-encdec-t5_attention"
 PYTHON = "checkpointing.restore("
+BEAM_SEARCH = "decoding.beam_search("
 PROGRAM = "mtf-synthesizer-flax-from-mesh"
 MODULE = "mtf_synthesizer.commands.flax_from_mesh"
 
@@ -61,6 +62,13 @@ def test_the_python_block_restores_it(converted, capsys):
   exec(compile(text, block.where, "exec"), {})  # pylint: disable=exec-used
   assert capsys.readouterr().out.split() == ["EncoderDecoder",
                                              "dense_vanilla"]
+
+
+def test_the_beam_search_block_runs(converted, capsys):
+  block = doc_blocks.find_block(DOC, "python", BEAM_SEARCH)
+  text = block.text.replace('"/tmp/flax_dv"', repr(converted))
+  exec(compile(text, block.where, "exec"), {})  # pylint: disable=exec-used
+  assert capsys.readouterr().out.split() == ["(2,", "4,", "8)", "(2,", "4)"]
 
 
 # --- docs/jax_training.md and docs/tpu.md: mtf-synthesizer-jax-train -------
