@@ -217,7 +217,7 @@ class Trainer:
     updates, opt_state = self.optimizer.update(grads, state.opt_state,
                                                state.params)
     params = optax.apply_updates(state.params, updates)
-    metrics = {"loss": loss, "grad_norm": optax.global_norm(grads)}
+    metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads)}
     return TrainState(state.step + 1, params, opt_state), metrics
 
   def train_step(self, state: TrainState, batch: Batch
@@ -233,8 +233,7 @@ class Trainer:
     Returns:
       (the state after the update, the step's metrics before it).
     """
-    with self.mesh:
-      return self._train_step(state, batch)
+    return self._train_step(state, batch)
 
   def _eval_step_fn(self, params, batch):
     out = logits(self.model, params, batch)
@@ -256,8 +255,7 @@ class Trainer:
       {"metrics": the batch's metrics, "weight": its counted positions,
       "correct": its correct positions}.
     """
-    with self.mesh:
-      return self._eval_step(params, batch)
+    return self._eval_step(params, batch)
 
 
 def _put(value: np.ndarray, sharding: NamedSharding) -> Array:
