@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from etils import epath
 import flax.linen as nn
 from flax import traverse_util
 import gin
@@ -88,23 +89,28 @@ def restore(directory: str) -> Tuple[nn.Module, Any]:
     FileNotFoundError: no config.gin or no parameters there.
     ValueError: parameters whose tree or shapes are not the model's.
   """
-  config_path = os.path.join(directory, CONFIG)
-  if not os.path.exists(config_path):
+  config_path = epath.Path(directory) / CONFIG
+  if not config_path.exists():
     raise FileNotFoundError("%s holds no %s: not a directory that "
                             "mtf-synthesizer-flax-from-mesh wrote" %
                             (directory, CONFIG))
   with gin.unlock_config():
     gin.clear_config()
-    gin.parse_config_file(config_path)
+    gin.parse_config(config_path.read_text())
     model = t5.make_model()
     gin.clear_config()
   target = jax.eval_shape(lambda: mesh_checkpoint.init_params(model))
   params = ocp.StandardCheckpointer().restore(
-      os.path.join(os.path.abspath(directory), PARAMS), target)
+      os.path.join(_absolute(directory), PARAMS), target)
   _check_shapes(params, {
       path: leaf.shape for path, leaf in
       traverse_util.flatten_dict(target, sep="/").items()})
   return model, params
+
+
+def _absolute(path: str) -> str:
+  """A local path made absolute (orbax's need); a URL (gs://) as it is."""
+  return path if "://" in path else os.path.abspath(path)
 
 
 def _check_shapes(params: Any, shapes: Dict[str, Sequence[int]]) -> None:

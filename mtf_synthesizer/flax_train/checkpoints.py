@@ -37,8 +37,12 @@ def checkpoint_options(save_interval_steps: int = 1000,
   Returns:
     orbax's options.
   """
+  # Every save_interval_steps steps, and no extra save at a run's first
+  # step (orbax's default policy adds one); `save(force=True)` at the last.
   return ocp.CheckpointManagerOptions(
-      save_interval_steps=save_interval_steps, max_to_keep=max_to_keep,
+      save_decision_policy=ocp.checkpoint_managers.FixedIntervalPolicy(
+          save_interval_steps),
+      max_to_keep=max_to_keep,
       step_prefix=STEP_PREFIX, create=True, cleanup_tmp_directories=True,
       enable_async_checkpointing=async_save)
 

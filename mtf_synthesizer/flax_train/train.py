@@ -37,6 +37,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence
 
+from etils import epath
 import gin
 import jax
 import numpy as np
@@ -102,14 +103,13 @@ def check_model_dir(model_dir: str, model: Any) -> None:
   Raises:
     TrainError: the directory's model.gin describes another model.
   """
-  path = os.path.join(model_dir, MODEL_CONFIG)
-  if not os.path.exists(path):
+  path = epath.Path(model_dir) / MODEL_CONFIG
+  if not path.exists():
     if _has_checkpoints(model_dir):
       raise TrainError("%s holds checkpoints but no %s: not a directory "
                        "this trainer wrote" % (model_dir, MODEL_CONFIG))
     return
-  with open(path) as f:
-    theirs = f.read()
+  theirs = path.read_text()
   ours = model_config_text(model)
   if theirs != ours:
     differ = sorted(set(ours.splitlines()) ^ set(theirs.splitlines()))
@@ -126,8 +126,10 @@ def _parameters_text(model: Any) -> str:
 
 
 def _has_checkpoints(model_dir: str) -> bool:
-  return os.path.isdir(model_dir) and any(
-      n.startswith(checkpoints_lib.STEP_PREFIX) for n in os.listdir(model_dir))
+  directory = epath.Path(model_dir)
+  return directory.is_dir() and any(
+      child.name.startswith(checkpoints_lib.STEP_PREFIX)
+      for child in directory.iterdir())
 
 
 def initial_params(model: Any, init_checkpoint: Optional[str],
@@ -152,13 +154,13 @@ def initial_params(model: Any, init_checkpoint: Optional[str],
     return None, "fresh"
   path = init_checkpoint.rstrip("/")
   try:
-    if os.path.exists(os.path.join(path, checkpointing.CONFIG)):
+    if (epath.Path(path) / checkpointing.CONFIG).exists():
       other, params = checkpointing.restore(path)
       if _parameters_text(other) != _parameters_text(model):
         raise TrainError("%s holds another model than the gin files build"
                          % path)
       return params, path
-    if os.path.exists(os.path.join(path, checkpoints_lib.STATE)):
+    if (epath.Path(path) / checkpoints_lib.STATE).exists():
       return _trainer_checkpoint_params(model, path), path
     loaded = mesh_checkpoint.load(model, path, seed=seed)
   except TrainError:
@@ -175,7 +177,7 @@ def _trainer_checkpoint_params(model: Any, path: str) -> Any:
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
   target = jax.eval_shape(lambda: mesh_checkpoint.init_params(model))
   restored = ocp.StandardCheckpointer().restore(
-      os.path.join(os.path.abspath(path), checkpoints_lib.STATE))
+      _absolute(os.path.join(path, checkpoints_lib.STATE)))
   params = restored["params"]
   want = jax.tree.map(lambda x: x.shape, target)
   have = jax.tree.map(lambda x: np.shape(x), params)
@@ -282,7 +284,7 @@ def train(model_dir: str = gin.REQUIRED,
   batches = batches or data_lib.batches
   is_chief = jax.process_index() == 0
   if is_chief:
-    os.makedirs(model_dir, exist_ok=True)
+    epath.Path(model_dir).mkdir(parents=True, exist_ok=True)
     _write(os.path.join(model_dir, MODEL_CONFIG),
            model_config_text(trainer.model))
     _write(os.path.join(model_dir, CONFIG), gin.config_str())
@@ -467,8 +469,16 @@ def evaluate(trainer: trainer_lib.Trainer, params: Any,
   return {name: value / max(count, 1) for name, value in totals.items()}
 
 
+def _absolute(path: str) -> str:
+  """A local path made absolute (orbax's need); a URL (gs://) as it is."""
+  return path if "://" in path else os.path.abspath(path)
+
+
 def _write(path: str, text: str) -> None:
-  """Writes a file whole: a temporary name renamed over the path."""
+  """Writes a file whole: locally a temporary name renamed over the path."""
+  if "://" in path:  # a bucket's object appears whole when written
+    epath.Path(path).write_text(text)
+    return
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
     f.write(text)
