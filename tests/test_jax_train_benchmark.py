@@ -260,3 +260,13 @@ def test_the_documents_figures_follow_the_report():
           np.median(mine), abs=0.051), (label, framework)
   # Interleaved: the programs alternate.
   assert [r[1] for r in runs] == ["CLI", "JAX"] * (len(runs) // 2)
+
+
+def test_the_documents_bindings_are_the_tools():
+  with open(DOC) as f:
+    lines = {line.strip() for line in f}
+  settings = bench.Settings()
+  cli = bench.cli_command("vanilla", bench.Shape(), settings, "md")
+  expected = list(cli.gin_params) + bench.jax_gin(
+      bench.Shape(), settings).splitlines()
+  assert [line for line in expected if line not in lines] == []
