@@ -119,6 +119,11 @@ TOOLS_NOT_RUN = {
                               "steps of five variants (minutes; "
                               "tests/test_jax_benchmark.py runs it at tiny "
                               "dims)",
+    "tools/benchmark_jax_train.py": "trains with the stock CLI and the JAX "
+                                    "trainer, four runs (minutes; "
+                                    "tests/test_jax_train_benchmark.py "
+                                    "checks its reading and report on "
+                                    "canned event files)",
 }
 # Tools run in this process: they only print (no network, no subprocess).
 IN_PROCESS_TOOLS = ("tools/tpu_job.py", "tools/paper_commands.py")
