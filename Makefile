@@ -86,8 +86,9 @@ test: install
 
 # The JAX side (mtf_synthesizer.flax_model) in its own environment, .venv-jax
 # (requirements-jax.lock: jax 0.10.2 needs numpy 2, TensorFlow 2.15 numpy
-# 1.26), and its tests, tests/jax/ (their own pytest.ini: tests/conftest.py
-# imports the TensorFlow side).
+# 1.26; a CPU TensorFlow 2.21 with seqio and t5 feeds the JAX trainer), and
+# its tests, tests/jax/ (their own pytest.ini: tests/conftest.py imports the
+# mesh side).
 JAX_VENV := .venv-jax
 JAX_VPY := $(JAX_VENV)/bin/python
 JAX_STAMP := $(JAX_VENV)/.pinned
