@@ -18,11 +18,13 @@ import subprocess
 import sys
 
 import gin
+import jax
 import numpy as np
 import pytest
 from flax import traverse_util
 
 from mtf_synthesizer.checkpoints import tf_format
+from mtf_synthesizer.flax_train import checkpoints
 from mtf_synthesizer.flax_train import summaries
 from mtf_synthesizer.flax_train import train as train_lib
 
@@ -90,8 +92,10 @@ def test_every_t5_weight_is_restored_bit_for_bit(tmp_path):
   assert "drawn" in setup.init and CHECKPOINT in setup.init
 
 
-def test_the_command_finetunes_and_evaluates(tmp_path):
-  model_dir = tmp_path / "run"
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+  """The command's finetune run: (its model directory, its result)."""
+  model_dir = tmp_path_factory.mktemp("finetune") / "run"
   argv = [sys.executable, "-m", "mtf_synthesizer.commands.jax_train",
           "--model_dir=%s" % model_dir]
   argv += ["--gin_file=%s" % f for f in GIN_FILES]
@@ -104,6 +108,11 @@ def test_the_command_finetunes_and_evaluates(tmp_path):
   done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True,
                         env=dict(os.environ, MTF_SYNTH_VOCAB="byte"),
                         timeout=600)
+  return model_dir, done
+
+
+def test_the_command_finetunes_and_evaluates(finetuned):
+  model_dir, done = finetuned
   assert done.returncode == 0, done.stderr[-3000:]
   assert "from %s" % CHECKPOINT in done.stderr
   losses = summaries.read_scalars(str(model_dir / "train"))["loss"]
@@ -115,3 +124,28 @@ def test_the_command_finetunes_and_evaluates(tmp_path):
   assert "listops/accuracy" in done.stderr
   assert os.path.isdir(model_dir / "checkpoint_3")
   assert os.path.exists(model_dir / "operative_config.gin")
+
+
+def test_a_trainer_checkpoint_starts_another_finetune(finetuned, tmp_path):
+  model_dir, done = finetuned
+  assert done.returncode == 0, done.stderr[-3000:]
+  gin.clear_config()
+  train_lib.data_lib.import_modules()
+  step_dir = str(model_dir / "checkpoint_3")
+  gin.parse_config_files_and_bindings(
+      GIN_FILES, RUN + ["train.model_dir = %r" % str(tmp_path / "next"),
+                        "train.init_checkpoint = %r" % step_dir])
+  try:
+    setup = train_lib.train(check_only=True)
+    manager = checkpoints.manager(str(model_dir))
+    kept = checkpoints.restore(manager, 3, setup.trainer.abstract_state)
+    manager.close()
+  finally:
+    gin.clear_config()
+  assert setup.init == step_dir
+  want = traverse_util.flatten_dict(jax.device_get(kept.params), sep="/")
+  got = traverse_util.flatten_dict(setup.params, sep="/")
+  assert sorted(got) == sorted(want)
+  for path in want:
+    np.testing.assert_array_equal(np.asarray(got[path]), want[path])
+  assert not os.path.exists(tmp_path / "next")
