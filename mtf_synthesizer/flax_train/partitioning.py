@@ -187,13 +187,23 @@ def mesh_spec(logical: Sequence[Optional[str]],
   return P(*out)
 
 
+# optax's factored second moment (`scale_by_factored_rms`) keeps `v_row`
+# without the largest dimension and `v_col` without the second largest, in
+# np.argsort's order (which tells equal sizes apart: a square matrix).
+_FACTORED_SLOTS = {"v_row": -1, "v_col": -2}
+
+
 def _slot_spec(slot_shape: Tuple[int, ...], view_shape: Tuple[int, ...],
-               view_spec: P) -> P:
+               view_spec: P, slot: Optional[str] = None) -> P:
   """The split of an optimizer slot of a parameter seen in `view_shape`."""
   view = tuple(view_spec) + (None,) * (len(view_shape) - len(view_spec))
   if slot_shape == view_shape:
     return P(*view)
   if len(slot_shape) == len(view_shape) - 1:
+    if slot in _FACTORED_SLOTS:
+      dropped = int(np.argsort(view_shape)[_FACTORED_SLOTS[slot]])
+      if view_shape[:dropped] + view_shape[dropped + 1:] == slot_shape:
+        return P(*(view[:dropped] + view[dropped + 1:]))
     for dropped in range(len(view_shape)):
       if view_shape[:dropped] + view_shape[dropped + 1:] == slot_shape:
         return P(*(view[:dropped] + view[dropped + 1:]))
@@ -240,7 +250,10 @@ def optimizer_shardings(abstract_opt_state: Any, abstract_params: Any,
     if name is None or not leaf.shape:
       return NamedSharding(mesh, P())
     view_shape, view_spec = _view_spec(name, shapes[name], specs[name])
-    spec = _slot_spec(tuple(leaf.shape), view_shape, view_spec)
+    slot = next((k.name for k in path
+                 if isinstance(k, jax.tree_util.GetAttrKey) and
+                 k.name in _FACTORED_SLOTS), None)
+    spec = _slot_spec(tuple(leaf.shape), view_shape, view_spec, slot)
     return NamedSharding(mesh, fit(spec, leaf.shape, mesh))
 
   return jax.tree_util.tree_map_with_path(one, abstract_opt_state)

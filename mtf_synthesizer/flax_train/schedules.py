@@ -18,6 +18,7 @@ applied before this one (mesh's global step: 0 at the first update);
 `total_train_steps` is the run's last step (mesh's `train_steps`).
 """
 
+import math
 from typing import Callable, Sequence, Union
 
 import gin
@@ -33,9 +34,10 @@ def _float(step) -> jnp.ndarray:
 
 
 @gin.configurable(module=_MODULE)
-def product_learning_rate(step, total_train_steps: int,
-                          factors: Sequence[Union[float, Schedule]] = (),
-                          offset: int = 0) -> jnp.ndarray:
+def product_learning_rate(
+    step, total_train_steps: int,
+    factors: Sequence[Union[float, Schedule]] = gin.REQUIRED,
+    offset: int = 0) -> jnp.ndarray:
   """The product of numbers and schedules, at `step - offset`.
 
   Args:
@@ -76,7 +78,7 @@ def linear_decay(step, total_train_steps: int,
 
 @gin.configurable(module=_MODULE)
 def linear_warmup(step, total_train_steps: int,
-                  steps_or_fraction: float = 0.1) -> jnp.ndarray:
+                  steps_or_fraction: float = 10000) -> jnp.ndarray:
   """Ramps up linearly from 0 to 1 over the first steps.
 
   Args:
@@ -191,3 +193,29 @@ def learning_rate_schedule_noam(step, total_train_steps: int,
     rate = rate * jnp.minimum(1.0, (train_steps - step_num) /
                               (train_steps * linear_decay_fraction))
   return rate
+
+
+@gin.configurable(module=_MODULE)
+def slanted_triangular(step, total_train_steps: int,
+                       cut_fraction: float = 0.1, ratio: float = 32,
+                       max_learning_rate: float = 0.01,
+                       start_step: int = 0) -> jnp.ndarray:
+  """ULMFiT's triangle: a short linear ramp up, a long one down.
+
+  Args:
+    step: the step.
+    total_train_steps: the run's steps.
+    cut_fraction: the fraction of the run that ramps up.
+    ratio: the largest rate over the smallest.
+    max_learning_rate: the largest rate (at the cut).
+    start_step: the step the triangle starts at (finetuning).
+
+  Returns:
+    max_learning_rate * (1 + p * (ratio - 1)) / ratio, p rising from 0 to 1
+    over the cut and falling back to 0 at the last step.
+  """
+  cut = math.floor(float(total_train_steps) * cut_fraction)
+  step_num = _float(step) - float(start_step)
+  p = jnp.where(step_num < cut, step_num / cut,
+                1 - (step_num - cut) / (cut * (1 / cut_fraction - 1)))
+  return max_learning_rate * (1 + p * (ratio - 1)) / ratio

@@ -209,16 +209,44 @@ class Trainer:
     config = self.model.config
     return bool(config.dropout_rate or config.attention_dropout_rate)
 
-  def _train_step_fn(self, state: TrainState, batch: Batch
-                     ) -> Tuple[TrainState, Dict[str, Array]]:
-    rng = jax.random.fold_in(jax.random.PRNGKey(self.dropout_seed),
-                             state.step)
-    loss, grads = jax.value_and_grad(self._loss_fn)(state.params, batch, rng)
+  def loss_and_grads(self, params: Any, batch: Batch, step: Array
+                     ) -> Tuple[Array, Any]:
+    """The training loss of a batch and its gradients (traceable).
+
+    What a training step differentiates: dropout (if the model has any)
+    draws its bits from `dropout_seed` and the step.
+
+    Args:
+      params: the parameters.
+      batch: a batch (`feature_names`).
+      step: the updates applied so far (the state's step).
+
+    Returns:
+      (the loss, the gradients: a tree of the parameters' structure).
+    """
+    rng = jax.random.fold_in(jax.random.PRNGKey(self.dropout_seed), step)
+    return jax.value_and_grad(self._loss_fn)(params, batch, rng)
+
+  def apply_gradients(self, state: TrainState, grads: Any) -> TrainState:
+    """The state after the optimizer's update by `grads` (traceable).
+
+    Args:
+      state: the current state.
+      grads: the gradients (`loss_and_grads`).
+
+    Returns:
+      The next state: step + 1, updated parameters and optimizer state.
+    """
     updates, opt_state = self.optimizer.update(grads, state.opt_state,
                                                state.params)
     params = optax.apply_updates(state.params, updates)
+    return TrainState(state.step + 1, params, opt_state)
+
+  def _train_step_fn(self, state: TrainState, batch: Batch
+                     ) -> Tuple[TrainState, Dict[str, Array]]:
+    loss, grads = self.loss_and_grads(state.params, batch, state.step)
     metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads)}
-    return TrainState(state.step + 1, params, opt_state), metrics
+    return self.apply_gradients(state, grads), metrics
 
   def train_step(self, state: TrainState, batch: Batch
                  ) -> Tuple[TrainState, Dict[str, Array]]:
