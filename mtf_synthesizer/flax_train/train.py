@@ -463,7 +463,7 @@ def evaluate(trainer: trainer_lib.Trainer, params: Any,
       break
     out = jax.device_get(trainer.eval_step(params,
                                            trainer.global_batch(batch)))
-    for name, value in out["metrics"].items():
+    for name, value in out.items():
       totals[name] = totals.get(name, 0.0) + float(value)
     count += 1
   return {name: value / max(count, 1) for name, value in totals.items()}

@@ -265,12 +265,7 @@ class Trainer:
 
   def _eval_step_fn(self, params, batch):
     out = logits(self.model, params, batch)
-    metrics = losses.eval_metrics(out, batch[TARGETS], self.loss_denominator)
-    targets = batch[TARGETS]
-    weights = (targets > 0).astype(jnp.float32)
-    correct = (jnp.argmax(out, -1) == targets).astype(jnp.float32) * weights
-    return {"metrics": metrics, "weight": jnp.sum(weights),
-            "correct": jnp.sum(correct)}
+    return losses.eval_metrics(out, batch[TARGETS], self.loss_denominator)
 
   def eval_step(self, params: Any, batch: Batch) -> Dict[str, Array]:
     """The teacher-forced eval metrics of one batch (`losses.eval_metrics`).
@@ -280,8 +275,8 @@ class Trainer:
       batch: a global batch.
 
     Returns:
-      {"metrics": the batch's metrics, "weight": its counted positions,
-      "correct": its correct positions}.
+      The batch's metrics: "loss", "neg_log_perplexity", "token_accuracy",
+      "sequence_accuracy".
     """
     return self._eval_step(params, batch)
 
