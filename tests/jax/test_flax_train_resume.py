@@ -49,7 +49,11 @@ VARIANT_GIN = os.path.join(ROOT, "gin", "flax", "random_dense.gin")
 COMMAND = "mtf_synthesizer.commands.jax_train"
 N = 8  # the last step
 INTERVAL = 2  # checkpoint_options.save_interval_steps
-KILL_AFTER = 3  # the first run is killed once it reports this step
+# The first run is killed once it reports this step: after the save of
+# step KILL_AFTER - 1 began, which waited for the one before it to commit
+# (orbax finishes a save before it starts the next), so that a committed
+# checkpoint exists.
+KILL_AFTER = 5
 TIMEOUT = 900  # seconds, per run
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 GIN = """
