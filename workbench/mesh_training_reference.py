@@ -14,13 +14,14 @@ with a fixed seed, with t5's `learning_rate_schedules/rsqrt_no_ramp_down.gin`
 mesh's `AdafactorOptimizer` with its defaults (the operative config's
 values are in case.json).
 
-The command also imports `workbench.resource_variables` (resource
-variables in the CLI: each step reads its weights before its updates, so
-the CLI computes its graph's arithmetic and runs repeat exactly; with TF
-1's reference variables they do neither). Mesh's graph leaves the read of
-the global step (the schedule's and Adafactor's decay) unordered against
-its increment; with TF's graph optimizer on (TF's default, the runs here)
-the step reads it first, as `replay` does.
+The command trains through the package's `deterministic_train_model`
+(`utils.run.train_model_fn`, docs/preemption.md): resource variables, so
+that each step reads its weights before Adafactor updates them in place
+(with TF 1's reference variables the stock CLI's losses change from run to
+run and drift from the step's arithmetic, 1e-3 by step 20 here), and the
+step counter's increment ordered after the step's updates, so that the
+schedule and Adafactor's decay read the step's own number, as `replay`
+does.
 
 `generate_case` makes a case's folder in two runs of the same command:
 
@@ -67,7 +68,6 @@ import numpy as np
 from mtf_synthesizer import attentions
 from mtf_synthesizer.jobs import commands
 from mtf_synthesizer.jobs import runner
-from workbench import checkout
 from workbench import mesh_reference
 
 STEPS = 20
@@ -80,8 +80,12 @@ DATA_PARAMS = ("mesh_train_dataset_fn.shuffle = False",
                "mesh_train_dataset_fn.seed = %d" % SEED,
                "mesh_train_dataset_fn.pack = False")
 ENV = {"MTF_SYNTH_VOCAB": "byte"}
-# Resource variables in the CLI (see workbench/resource_variables.py).
-RESOURCE_VARIABLES = "workbench.resource_variables"
+# The package's deterministic training (docs/preemption.md): resource
+# variables (each step reads its weights before Adafactor updates them in
+# place) and the step counter's increment after the step's updates.
+DETERMINISTIC_PARAMS = (
+    "utils.run.train_model_fn = @mtf_synthesizer.deterministic_train_model",
+    "mtf_synthesizer.deterministic_train_model.tf_random_seed = %d" % SEED)
 # mesh's printed losses are TF's INFO logs: shown whatever the caller's
 # environment says.
 LOG_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0"}
@@ -127,10 +131,9 @@ def train_command(case: mesh_reference.Case,
                       mesh_reference.LAYOUT_GIN[case.layout],
                       LEARNING_RATE_GIN),
       gin_params=[mesh_reference.ZERO_DROPOUT] + list(DATA_PARAMS) +
-      mesh_reference.FLOAT32, env=dict(ENV, **LOG_ENV))
-  return dataclasses.replace(
-      command,
-      module_imports=tuple(command.module_imports) + (RESOURCE_VARIABLES,))
+      mesh_reference.FLOAT32 + list(DETERMINISTIC_PARAMS),
+      env=dict(ENV, **LOG_ENV))
+  return command
 
 
 def printed_losses(output: str) -> List[float]:
@@ -168,11 +171,7 @@ def run_cli(case: mesh_reference.Case, model_dir: str,
   """
   # pylint: disable-next=g-import-not-at-top
   from mtf_synthesizer.jobs import events
-  # The checkout's workbench (RESOURCE_VARIABLES) importable by the CLI.
-  path = [checkout.ROOT] + [p for p in os.environ.get(
-      "PYTHONPATH", "").split(os.pathsep) if p]
-  command = train_command(case, model_dir).extended(
-      env={"PYTHONPATH": os.pathsep.join(path)})
+  command = train_command(case, model_dir)
   result = runner.run(command, timeout=timeout)
   if result.returncode:
     raise RuntimeError("%s: training failed:\n%s" % (
