@@ -338,7 +338,7 @@ def train(model_dir: str = gin.REQUIRED,
             trainer, state.params, batches, mixture_or_task_name,
             eval_split, task_feature_lengths, batch_size, eval_steps))
       if decoder is not None and (done % decode_eval_every_steps == 0 or
-                      done == train_steps):
+                                  done == train_steps):
         decode_metrics[done] = decoder.evaluate(state.params, done)
         progress.log_eval(done, decode_metrics[done])
   finally:
