@@ -202,8 +202,12 @@ def test_recipe_1_evaluates_what_it_trained_as_the_tpu_job_evaluates():
 
 
 def _gcloud(verb: str) -> doc_blocks.Command:
+  """Recipe 2's `gcloud compute tpus tpu-vm <verb>` (not the JAX recipe's,
+  whose TPU VM has the JAX image, `--version=v2-alpha-...`)."""
   (command,) = [c for c in doc_blocks.commands(doc_blocks.read_blocks(
-      [README])) if c.program == "gcloud" and c.argv[4] == verb]
+      [README])) if c.program == "gcloud" and c.argv[4] == verb and
+                not any(v.startswith("v2-alpha")
+                        for v in c.values("version"))]
   return command
 
 
