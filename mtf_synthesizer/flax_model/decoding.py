@@ -46,6 +46,18 @@ def _decoder_call(model: nn.Module, params: Any, cache: Optional[Any],
   return logits, state["cache"]
 
 
+def _encoded(model: nn.Module, params: Any,
+             encoder_input_tokens: Optional[Array]) -> Optional[Array]:
+  """An encoder-decoder's encoder output (None for a decoder-only model)."""
+  if not _is_encoder_decoder(model):
+    return None
+  if encoder_input_tokens is None:
+    raise ValueError("an encoder-decoder decodes encoder_input_tokens; "
+                     "got None.")
+  return model.apply({"params": params}, encoder_input_tokens,
+                     enable_dropout=False, method=t5.EncoderDecoder.encode)
+
+
 def init_cache(model: nn.Module, params: Any, batch_size: int,
                max_decode_length: int, encoded: Optional[Array] = None,
                encoder_input_tokens: Optional[Array] = None) -> Any:
@@ -114,15 +126,9 @@ def greedy_decode(model: nn.Module, params: Any, max_decode_length: int,
   Returns:
     (tokens [batch, L], the logits of each step [batch, L, vocab]).
   """
-  encoded = None
-  if _is_encoder_decoder(model):
-    if encoder_input_tokens is None:
-      raise ValueError("an encoder-decoder decodes encoder_input_tokens; "
-                       "got None.")
+  encoded = _encoded(model, params, encoder_input_tokens)
+  if encoded is not None:
     batch_size = encoder_input_tokens.shape[0]
-    encoded = model.apply({"params": params}, encoder_input_tokens,
-                          enable_dropout=False,
-                          method=t5.EncoderDecoder.encode)
   elif batch_size is None:
     batch_size = 1 if forced_tokens is None else forced_tokens.shape[0]
   cache = init_cache(model, params, batch_size, max_decode_length, encoded,
@@ -246,15 +252,9 @@ def beam_search(model: nn.Module, params: Any, max_decode_length: int, *,
   """
   if beam_size < 1:
     raise ValueError("beam_size must be >= 1, got %d." % beam_size)
-  encoded = None
-  if _is_encoder_decoder(model):
-    if encoder_input_tokens is None:
-      raise ValueError("an encoder-decoder decodes encoder_input_tokens; "
-                       "got None.")
+  encoded = _encoded(model, params, encoder_input_tokens)
+  if encoded is not None:
     batch_size = encoder_input_tokens.shape[0]
-    encoded = model.apply({"params": params}, encoder_input_tokens,
-                          enable_dropout=False,
-                          method=t5.EncoderDecoder.encode)
   elif decoder_prompt is not None:
     batch_size = decoder_prompt.shape[0]
   elif batch_size is None:
