@@ -39,6 +39,25 @@ PROGRAM = "mtf-synthesizer-flax-from-mesh"
 GIN_PREFIX = "--gin."
 
 
+def split_gin_bindings(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+  """T5X's `--gin.KEY=VALUE` flags as gin bindings, and the other arguments.
+
+  Args:
+    argv: the command line, without the program.
+
+  Returns:
+    (the bindings "KEY = VALUE", in order; the other arguments, in order).
+  """
+  bindings, rest = [], []
+  for arg in argv:
+    if arg.startswith(GIN_PREFIX) and "=" in arg:
+      key, value = arg[len(GIN_PREFIX):].split("=", 1)
+      bindings.append("%s = %s" % (key, value))
+    else:
+      rest.append(arg)
+  return bindings, rest
+
+
 def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
   """The command line: (the flags, the `--gin.KEY=VALUE` bindings)."""
   parser = argparse.ArgumentParser(prog=PROGRAM,
@@ -55,13 +74,7 @@ def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
   parser.add_argument("--seed", type=int, default=0,
                       help="the PRNG seed of the parameters the checkpoint "
                            "lacks")
-  bindings, rest = [], []
-  for arg in argv:
-    if arg.startswith(GIN_PREFIX) and "=" in arg:
-      key, value = arg[len(GIN_PREFIX):].split("=", 1)
-      bindings.append("%s = %s" % (key, value))
-    else:
-      rest.append(arg)
+  bindings, rest = split_gin_bindings(argv)
   args = parser.parse_args(rest)
   if not args.gin_file:
     parser.error("name the Flax model with --gin_file (a layout, sizes and "

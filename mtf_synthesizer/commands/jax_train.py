@@ -32,8 +32,9 @@ import os
 import sys
 from typing import List, Optional, Sequence, TextIO, Tuple
 
+from mtf_synthesizer.commands import flax_from_mesh
+
 PROGRAM = "mtf-synthesizer-jax-train"
-GIN_PREFIX = "--gin."
 
 
 def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
@@ -55,13 +56,7 @@ def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
   parser.add_argument("--cpu_devices", type=int, default=0,
                       help="on a CPU, split it into this many JAX devices "
                            "(jax_num_cpu_devices), to try a mesh shape")
-  bindings, rest = [], []
-  for arg in argv:
-    if arg.startswith(GIN_PREFIX) and "=" in arg:
-      key, value = arg[len(GIN_PREFIX):].split("=", 1)
-      bindings.append("%s = %s" % (key, value))
-    else:
-      rest.append(arg)
+  bindings, rest = flax_from_mesh.split_gin_bindings(argv)
   args = parser.parse_args(rest)
   if not args.gin_file:
     parser.error("name the model and the run with --gin_file (gin/flax/)")
